@@ -1,0 +1,197 @@
+"""The typed, frozen configuration: clusters, flows, schedules, thresholds, alerts.
+
+One object, built once by :func:`kafka_dr.core.config_load.load_config`, handed to every
+layer. Nothing here does I/O. Secret values stay :class:`~kafka_dr.core.secrets.SecretRef`
+until an adapter resolves them while building a client.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from kafka_dr.core.distribution import DistributionTree
+from kafka_dr.core.secrets import SecretRef
+
+#: Topics that are never replicated unless a flow names them explicitly in ``allow``:
+#: Kafka's own (``__consumer_offsets``, ``__transaction_state``), the schema registry's,
+#: MirrorMaker 2's, and this product's (``internal_prefix``).
+BUILTIN_INTERNAL_PATTERNS = (r"__.*", r"_schemas", r".*\.internal", r"mm2-.*", r"(.*\.)?heartbeats", r"_kafka_dr.*")
+
+
+class LoopPolicy(str, enum.Enum):
+    """How a flow keeps a record from travelling back where it came from."""
+
+    PROVENANCE = "provenance"  #: same topic names; origin headers on every copy
+    PREFIX = "prefix"  #: remote topics ``<source><sep><topic>``; never copied back
+    COPY_FLAGS = "copy_flags"  #: bitmask header over a distribution tree (N clusters)
+
+
+class ProvenanceRule(str, enum.Enum):
+    """Which records a ``provenance`` flow skips."""
+
+    #: skip a record whose origin is the target cluster (Replicator's default): a record
+    #: hops on, but never returns home.
+    NOT_TO_ORIGIN = "not_to_origin"
+    #: skip any record that carries an origin header (the Redpanda seed's simpler rule):
+    #: only locally produced records leave a cluster. Right for two clusters.
+    LOCAL_ONLY = "local_only"
+
+
+class FlowMode(str, enum.Enum):
+    CONTINUOUS = "continuous"  #: long-running job, supervised by its DAG
+    INCREMENTAL = "incremental"  #: copy what is there, then exit; run on a schedule
+
+
+@dataclass(frozen=True)
+class SchemaRegistryConfig:
+    """Where a cluster's schema registry is and which topic it keeps its state in."""
+
+    url: str | None = None
+    topic: str = "_schemas"
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """A named Kafka cluster and how to reach it.
+
+    ``client`` holds librdkafka settings (``security.protocol``, ``sasl.*``, ``ssl.*``...);
+    values may be secret references. ``connection`` names an Airflow connection whose extra
+    supplies further client settings (its password becomes ``sasl.password``).
+    """
+
+    name: str
+    bootstrap_servers: str
+    client: Mapping[str, str | SecretRef] = field(default_factory=lambda: MappingProxyType({}))
+    connection: str | None = None
+    cluster_id: str | None = None  #: expected Kafka cluster id, checked when set
+    schema_registry: SchemaRegistryConfig = field(default_factory=SchemaRegistryConfig)
+
+
+@dataclass(frozen=True)
+class TopicSelection:
+    """Which topics a flow replicates: full-match regexes, deny wins over allow."""
+
+    allow: tuple[str, ...] = (".*",)
+    deny: tuple[str, ...] = ()
+    internal: tuple[str, ...] = BUILTIN_INTERNAL_PATTERNS
+
+    def selects(self, topic: str) -> bool:
+        if any(re.fullmatch(p, topic) for p in self.deny):
+            return False
+        named = any(p == re.escape(topic) or p == topic for p in self.allow)
+        if not named and any(re.fullmatch(p, topic) for p in self.internal):
+            return False
+        return any(re.fullmatch(p, topic) for p in self.allow)
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    """One direction of replication, ``source -> target``."""
+
+    name: str
+    source: str
+    target: str
+    topics: TopicSelection = field(default_factory=TopicSelection)
+    loop_policy: LoopPolicy = LoopPolicy.PROVENANCE
+    provenance_rule: ProvenanceRule = ProvenanceRule.NOT_TO_ORIGIN
+    prefix_separator: str = "."
+    mode: FlowMode = FlowMode.CONTINUOUS
+    schedule: str | None = None  #: for incremental flows; continuous flows are supervised
+    max_duration_seconds: int | None = None
+    topic_refresh_seconds: int = 30
+    dead_letter_topic: str | None = None
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class Schedules:
+    """Cron expressions or presets for the periodic DAGs (``None`` = trigger only)."""
+
+    heartbeat: str | None = "* * * * *"
+    topic_config_sync: str | None = "*/10 * * * *"
+    schema_mirror: str | None = "*/5 * * * *"
+    offset_sync: str | None = "* * * * *"
+    data_quality: str | None = "@hourly"
+    cluster_health: str | None = "*/5 * * * *"
+    replication_supervisor: str | None = "*/5 * * * *"
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    heartbeat_max_age_seconds: float = 120.0
+    replication_lag_max_records: int = 100_000
+    latency_p99_max_seconds: float = 60.0
+    timestamp_margin_seconds: float = 60.0  #: offset translation without provenance
+
+
+@dataclass(frozen=True)
+class EmailAlert:
+    smtp_host: str
+    to: tuple[str, ...]
+    smtp_port: int = 25
+    sender: str = "kafka-dr@localhost"
+    username: str | None = None
+    password: SecretRef | str | None = None
+    starttls: bool = False
+
+
+@dataclass(frozen=True)
+class WebhookAlert:
+    url: str
+
+
+@dataclass(frozen=True)
+class Alerts:
+    email: EmailAlert | None = None
+    webhook: WebhookAlert | None = None
+
+
+@dataclass(frozen=True)
+class SparkConfig:
+    """Where Spark jobs run. ``connection`` is the Airflow Spark connection id."""
+
+    master: str = "local[*]"
+    connection: str = "kafka_dr_spark"
+    conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class SchemaMirrorConfig:
+    """One-way mirroring of the registry topic from the primary cluster."""
+
+    primary: str
+    targets: tuple[str, ...]
+    subject_template: str = "{subject}"
+
+
+@dataclass(frozen=True)
+class DrConfig:
+    """The whole configuration. Build it with ``load_config``/``parse_config``."""
+
+    clusters: Mapping[str, ClusterConfig]
+    flows: tuple[FlowConfig, ...]
+    schedules: Schedules = field(default_factory=Schedules)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    alerts: Alerts = field(default_factory=Alerts)
+    spark: SparkConfig = field(default_factory=SparkConfig)
+    schema_mirror: SchemaMirrorConfig | None = None
+    distribution: DistributionTree | None = None
+    internal_prefix: str = "_kafka_dr"
+    source_path: str | None = None  #: where it was loaded from, for messages
+
+    def cluster(self, name: str) -> ClusterConfig:
+        return self.clusters[name]
+
+    def flows_from(self, cluster: str) -> tuple[FlowConfig, ...]:
+        return tuple(f for f in self.flows if f.source == cluster)
+
+    def flows_into(self, cluster: str) -> tuple[FlowConfig, ...]:
+        return tuple(f for f in self.flows if f.target == cluster)
+
+    @property
+    def heartbeat_topic(self) -> str:
+        return f"{self.internal_prefix}.heartbeats"

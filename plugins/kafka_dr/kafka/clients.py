@@ -1,0 +1,73 @@
+"""Build confluent-kafka clients for a configured cluster.
+
+Secrets are resolved here, at the edge, and only into the dict handed to librdkafka; errors
+name the cluster and the reference, never a value. ``describe`` gives a log-safe view.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from kafka_dr.core.config import ClusterConfig
+from kafka_dr.core.secrets import SecretRef, env_resolver, mask_config
+
+SecretResolver = Callable[[SecretRef], str]
+
+
+class ClusterUnreachable(RuntimeError):
+    """A cluster did not answer within the time allowed."""
+
+
+def client_config(cluster: ClusterConfig, resolve: SecretResolver | None = None, **overrides: Any) -> dict[str, Any]:
+    """The librdkafka settings for ``cluster`` with secrets resolved."""
+    resolve = resolve or env_resolver()
+    conf: dict[str, Any] = {"bootstrap.servers": cluster.bootstrap_servers}
+    for key, value in cluster.client.items():
+        if isinstance(value, SecretRef):
+            try:
+                conf[key] = resolve(value)
+            except LookupError as e:
+                raise LookupError(f"cluster {cluster.name!r}, client.{key}: {e}") from None
+        else:
+            conf[key] = value
+    conf.update(overrides)
+    return conf
+
+
+def describe(conf: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a client config that is safe to log."""
+    return mask_config(conf)
+
+
+def admin(cluster: ClusterConfig, resolve: SecretResolver | None = None, **overrides: Any) -> AdminClient:
+    return AdminClient(client_config(cluster, resolve, **overrides))
+
+
+def producer(cluster: ClusterConfig, resolve: SecretResolver | None = None, **overrides: Any) -> Producer:
+    defaults = {"enable.idempotence": True, "linger.ms": 5, "compression.type": "lz4"}
+    return Producer(client_config(cluster, resolve, **{**defaults, **overrides}))
+
+
+def consumer(cluster: ClusterConfig, group_id: str, resolve: SecretResolver | None = None, **overrides: Any) -> Consumer:
+    defaults = {
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    }
+    return Consumer(client_config(cluster, resolve, **{**defaults, **overrides}))
+
+
+def cluster_id(cluster: ClusterConfig, resolve: SecretResolver | None = None, timeout: float = 10.0) -> str:
+    """Ask the cluster for its id; raises :class:`ClusterUnreachable` naming the cluster."""
+    client = admin(cluster, resolve)
+    try:
+        md = client.list_topics(timeout=timeout)
+    except KafkaException as e:
+        raise ClusterUnreachable(
+            f"cluster {cluster.name!r} ({cluster.bootstrap_servers}) did not answer a metadata request within {timeout:.0f}s: {e.args[0]}"
+        ) from None
+    return md.cluster_id

@@ -1,0 +1,66 @@
+"""Read whole partitions or offset ranges without a consumer group (assign, not subscribe)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record as read: everything replication must preserve, plus where it sits."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp_ms: int
+
+
+def read_partitions(consumer: Consumer, topic: str, partitions: list[int], timeout: float = 30.0) -> list[Record]:
+    """Every record from the log start to the high watermark of each partition, in order.
+
+    Ends at the watermarks taken when the call starts, so a concurrent producer cannot keep
+    it reading forever. Raises ``TimeoutError`` naming the partitions still short.
+    """
+    ends: dict[int, int] = {}
+    starts: list[TopicPartition] = []
+    for p in partitions:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+        if high > low:
+            ends[p] = high
+            starts.append(TopicPartition(topic, p, low))
+    if not starts:
+        return []
+    consumer.assign(starts)
+    out: list[Record] = []
+    pending = dict(ends)
+    deadline = time.monotonic() + timeout
+    while pending and time.monotonic() < deadline:
+        for msg in consumer.consume(num_messages=10_000, timeout=0.5):
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise RuntimeError(f"reading {topic}[{msg.partition()}]: {msg.error().str()}")
+            p = msg.partition()
+            if p not in pending:
+                continue
+            out.append(
+                Record(topic, p, msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()), msg.timestamp()[1])
+            )
+            if msg.offset() + 1 >= pending[p]:
+                del pending[p]
+        # read_committed consumers stop short of the watermark at aborted/control records:
+        # a partition whose position passed its end is done too.
+        if pending:
+            for tp in consumer.position([TopicPartition(topic, p) for p in pending]):
+                if tp.offset >= 0 and tp.offset >= pending.get(tp.partition, 1 << 62):
+                    pending.pop(tp.partition, None)
+    consumer.unassign()
+    if pending:
+        raise TimeoutError(f"reading {topic}: partitions {sorted(pending)} did not reach their end offsets {pending} within {timeout:.0f}s")
+    return out
