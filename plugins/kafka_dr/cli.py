@@ -73,6 +73,10 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("config", help="check a config file")
     check.add_argument("check", choices=["check"])
     check.add_argument("path", type=Path)
+    af = sub.add_parser("airflow", help="Airflow wiring for a config")
+    af.add_argument("airflow_cmd", choices=["env"], help="env: print the export lines for a project-local Airflow")
+    af.add_argument("--config", type=Path, default=None, help="config file (default: the lab's)")
+    af.add_argument("--home", type=Path, default=None, help="AIRFLOW_HOME (default: <lab>/airflow)")
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -85,6 +89,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.path}: ok — {len(cfg.clusters)} cluster(s), {len(cfg.flows)} flow(s)")
             for f in cfg.flows:
                 print(f"  {f.name}: {f.source} -> {f.target} ({f.loop_policy.value}, {f.mode.value})")
+            return 0
+        if args.cmd == "airflow":
+            import shlex
+
+            from kafka_dr.airflow.env import airflow_env
+            from kafka_dr.lab.lab import Lab
+
+            lab = Lab()
+            path = args.config or lab.config_file
+            for key, value in airflow_env(args.home or lab.root / "airflow", path, load_config(path)).items():
+                print(f"export {key}={shlex.quote(value)}")
             return 0
         if args.cmd == "demo":
             from kafka_dr.demo import run_demo

@@ -1,7 +1,7 @@
 """The typed, frozen configuration: clusters, flows, schedules, thresholds, alerts.
 
 One object, built once by :func:`kafka_dr.core.config_load.load_config`, handed to every
-layer. Nothing here does I/O. Secret values stay :class:`~kafka_dr.core.secrets.SecretRef`
+layer. Nothing here does I/O. Secret values stay :class:`~kafka_dr.core.secret_refs.SecretRef`
 until an adapter resolves them while building a client.
 """
 
@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from kafka_dr.core.distribution import DistributionTree
-from kafka_dr.core.secrets import SecretRef
+from kafka_dr.core.secret_refs import SecretRef
 
 #: Topics that are never replicated unless a flow names them explicitly in ``allow``:
 #: Kafka's own (``__consumer_offsets``, ``__transaction_state``), the schema registry's,
@@ -65,7 +65,8 @@ class ClusterConfig:
 
     name: str
     bootstrap_servers: str
-    client: Mapping[str, str | SecretRef] = field(default_factory=lambda: MappingProxyType({}))
+    #: not in the repr: literal secrets are allowed here (``describe`` gives a log-safe view)
+    client: Mapping[str, str | SecretRef] = field(default_factory=lambda: MappingProxyType({}), repr=False)
     connection: str | None = None
     cluster_id: str | None = None  #: expected Kafka cluster id, checked when set
     schema_registry: SchemaRegistryConfig = field(default_factory=SchemaRegistryConfig)
@@ -82,10 +83,26 @@ class TopicSelection:
     def selects(self, topic: str) -> bool:
         if any(re.fullmatch(p, topic) for p in self.deny):
             return False
-        named = any(p == re.escape(topic) or p == topic for p in self.allow)
+        named = any(p == topic or _literal(p) == topic for p in self.allow)
         if not named and any(re.fullmatch(p, topic) for p in self.internal):
             return False
         return any(re.fullmatch(p, topic) for p in self.allow)
+
+
+def _literal(pattern: str) -> str | None:
+    """The one topic a pattern without metacharacters names (``mm2-offsets\\.x``), else None."""
+    out, i = [], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern) and not pattern[i + 1].isalnum():
+            out.append(pattern[i + 1])
+            i += 2
+        elif ch in "\\.^$*+?{}[]|()":
+            return None
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -135,7 +152,7 @@ class EmailAlert:
     smtp_port: int = 25
     sender: str = "kafka-dr@localhost"
     username: str | None = None
-    password: SecretRef | str | None = None
+    password: SecretRef | str | None = field(default=None, repr=False)
     starttls: bool = False
 
 

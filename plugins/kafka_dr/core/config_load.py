@@ -37,11 +37,44 @@ from kafka_dr.core.config import (
     WebhookAlert,
 )
 from kafka_dr.core.distribution import parse_tree
-from kafka_dr.core.secrets import SecretRef, is_secret_key, parse_ref
+from kafka_dr.core.secret_refs import SecretRef, is_secret_key, parse_ref
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
-_CRON_PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@yearly", "@continuous"}
-_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
+_CRON_PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly", "@continuous"}
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+#: (lowest, highest, names numbered from lowest) per cron field: minute hour day month weekday
+_CRON_FIELDS = ((0, 59, ()), (0, 23, ()), (1, 31, ()), (1, 12, _MONTHS), (0, 7, _DAYS))
+_TOPIC_CHARS = re.compile(r"^[A-Za-z0-9._-]+$")
+_REF_LIKE = re.compile(r"\s*\$\{.*\}\s*")  #: what parse_ref accepts, and its typos
+_REF_HINT = "${env:NAME}, ${airflow:CONN_ID} or ${airflow:CONN_ID.FIELD}"
+
+
+def _cron_ok(expr: str) -> bool:
+    """A five-field cron expression as croniter (Airflow's parser) accepts it."""
+    fields = expr.split()
+    return len(fields) == 5 and all(
+        _cron_item_ok(item, i, *_CRON_FIELDS[i]) for i, field in enumerate(fields) for item in field.lower().split(",")
+    )
+
+
+def _cron_item_ok(item: str, index: int, lo: int, hi: int, names: tuple[str, ...]) -> bool:
+    if index == 2 and re.fullmatch(r"l|\d{1,2}w", item):  # last day / nearest weekday
+        return item == "l" or lo <= int(item[:-1]) <= hi
+    if index == 4 and re.fullmatch(r"([0-7]|[a-z]{3})#[1-5]", item):  # n-th weekday of the month
+        return _cron_value(item.split("#")[0], lo, hi, names) is not None
+    base, slash, step = item.partition("/")
+    if slash and not (step.isdigit() and int(step) > 0):
+        return False
+    if base == "*" or (base == "?" and index in (2, 4) and not slash):
+        return True
+    first, dash, last = base.partition("-")
+    return all(_cron_value(v, lo, hi, names) is not None for v in ((first, last) if dash else (first,)))
+
+
+def _cron_value(text: str, lo: int, hi: int, names: tuple[str, ...]) -> int | None:
+    value = names.index(text) + lo if text in names else int(text) if text.isdigit() else None
+    return value if value is not None and lo <= value <= hi else None
 
 
 @dataclass(frozen=True)
@@ -75,8 +108,14 @@ class _StrictLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[Any, int] = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *anchor`: merged keys may be overridden, that is the point
         key = loader.construct_object(key_node, deep=True)
         line = key_node.start_mark.line + 1
+        try:
+            hash(key)
+        except TypeError:
+            continue  # SafeLoader reports "found unhashable key" with its position
         if key in seen:
             loader.duplicates.append(
                 Problem(f"line {line}", f"duplicate key {key!r} (first at line {seen[key]})", "names must be unique; the later one would silently win")
@@ -129,14 +168,15 @@ class _Ctx:
         if value is None:
             value = {}
         if not isinstance(value, dict):
-            self.err(path, f"expected a mapping, got {type(value).__name__}")
+            self.err(path or "config", f"expected a mapping, got {type(value).__name__}")
             return {}
+        prefix = f"{path}." if path else ""
         for key in value:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
-                self.err(f"{path}.{key}", "unknown key", f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(allowed))}")
+                self.err(f"{prefix}{key}", "unknown key", f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(allowed))}")
         for key in sorted(required - set(value)):
-            self.err(f"{path}.{key}", "missing required key")
+            self.err(f"{prefix}{key}", "missing required key")
         return value
 
     def typed(self, value: Any, path: str, kind: type | tuple, default: Any = None, what: str | None = None) -> Any:
@@ -194,8 +234,7 @@ class _Ctx:
         v = value.strip()
         if v in _CRON_PRESETS:
             return v
-        fields = v.split()
-        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        if not _cron_ok(v):
             self.err(path, f"not a cron expression: {value!r}", "five fields like '*/5 * * * *', a preset like '@hourly', or 'none'")
             return default
         return v
@@ -213,9 +252,12 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
     """Build a :class:`DrConfig` from plain data (as loaded from YAML)."""
     ctx = _Ctx()
     ctx.problems.extend(_pre or [])
-    top = ctx.mapping(data, "config", _TOP_KEYS, required={"clusters", "flows"})
+    top = ctx.mapping(data, "", _TOP_KEYS, required={"clusters", "flows"})
 
     internal_prefix = ctx.typed(top.get("internal_prefix"), "internal_prefix", str, "_kafka_dr")
+    if not _TOPIC_CHARS.match(internal_prefix):
+        ctx.err("internal_prefix", f"bad prefix {internal_prefix!r}", "a non-empty topic-name prefix: letters, digits, '.', '_', '-'")
+        internal_prefix = "_kafka_dr"
     clusters = _clusters(ctx, top.get("clusters"))
     flows = _flows(ctx, top.get("flows"), clusters, internal_prefix)
     schedules = _schedules(ctx, top.get("schedules"))
@@ -231,9 +273,15 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
             for msg in tree_problems:
                 ctx.err("distribution." + msg.split(":", 1)[0], msg.split(":", 1)[1].strip())
             if distribution is not None:
-                for name in sorted(distribution.clusters - set(clusters)):
+                unknown = sorted(distribution.clusters - set(clusters))
+                for name in unknown:
                     ctx.err("distribution.tree", f"unknown cluster {name!r}", f"known: {', '.join(clusters) or 'none'}")
-    _check_copy_flags(ctx, flows, distribution)
+                if unknown:
+                    distribution = None
+    if distribution is not None or "distribution" not in top:
+        # a tree that is there but broken is reported above; checking flows against it
+        # would only add noise ("needs a distribution tree", coverage of a typo)
+        _check_copy_flags(ctx, flows, distribution)
 
     if ctx.problems:
         raise ConfigError(ctx.problems, source)
@@ -265,7 +313,7 @@ def _clusters(ctx: _Ctx, raw: Any) -> dict[str, ClusterConfig]:
             continue
         c = ctx.mapping(body, path, _CLUSTER_KEYS, required={"bootstrap_servers"})
         bootstrap = ctx.typed(c.get("bootstrap_servers"), f"{path}.bootstrap_servers", str, "")
-        if "bootstrap_servers" in c and not (bootstrap or "").strip():
+        if "bootstrap_servers" in c and isinstance(c["bootstrap_servers"], (str, type(None))) and not (bootstrap or "").strip():
             ctx.err(f"{path}.bootstrap_servers", "must not be empty", "host:port[,host:port...]")
         client = _client_settings(ctx, c.get("client"), f"{path}.client")
         sr = ctx.mapping(c.get("schema_registry"), f"{path}.schema_registry", {"url", "topic"})
@@ -292,12 +340,18 @@ def _client_settings(ctx: _Ctx, raw: Any, path: str) -> dict[str, str | SecretRe
     out: dict[str, str | SecretRef] = {}
     for key, value in raw.items():
         kpath = f"{path}.{key}"
+        if not isinstance(key, str):
+            ctx.err(kpath, "expected a setting name (a string)")
+            continue
         if key in ("bootstrap.servers", "metadata.broker.list"):
             ctx.err(kpath, "set the cluster's bootstrap_servers instead", "one place for the address avoids two disagreeing")
             continue
         ref = parse_ref(value)
         if ref is not None:
             out[key] = ref
+        elif isinstance(value, str) and _REF_LIKE.fullmatch(value):
+            # e.g. ${evn:X} or ${vault:X}: taken literally it would be a wrong password
+            ctx.err(kpath, "looks like a secret reference but is not one", _REF_HINT)
         elif isinstance(value, (dict, list)) or value is None:
             ctx.err(kpath, "expected a scalar value")
         elif is_secret_key(key) and isinstance(value, str) and value:
@@ -333,12 +387,12 @@ def _flows(ctx: _Ctx, raw: Any, clusters: dict[str, ClusterConfig], internal_pre
         name = ctx.typed(f.get("name"), f"{path}.name", str) or (f"{source}_to_{target}" if source and target else f"flow{i}")
         if not _NAME.match(name):
             ctx.err(f"{path}.name", f"bad flow name {name!r}", "letters, digits, '_' and '-', starting with a letter")
-        if name in names:
+        if source and target and (source, target) in pairs and "name" not in f:
+            ctx.err(path, f"second flow {source} -> {target} (also flows[{pairs[(source, target)]}])", "merge their topic selections, or name both flows")
+        elif name in names:
             ctx.err(f"{path}.name", f"duplicate flow name {name!r} (also flows[{names[name]}])", "give each flow a unique name")
         names.setdefault(name, i)
         if source and target:
-            if (source, target) in pairs and "name" not in f:
-                ctx.err(path, f"second flow {source} -> {target} (also flows[{pairs[(source, target)]}])", "merge their topic selections, or name both flows")
             pairs.setdefault((source, target), i)
 
         t = ctx.mapping(f.get("topics"), f"{path}.topics", {"allow", "deny"})
@@ -406,7 +460,10 @@ def _check_copy_flags(ctx: _Ctx, flows: list[FlowConfig], tree: Any) -> None:
         ctx.err(f"flows[{cf[0][0]}].loop_policy", "copy_flags needs a distribution tree", "add distribution: {tree: [[east, west], [north, south]]}")
         return
     for i, f in cf:
-        if f.source in tree.clusters and f.target in tree.clusters and tree.level_between(f.source, f.target) is None:
+        outside = [(role, c) for role, c in (("source", f.source), ("target", f.target)) if c and c not in tree.clusters]
+        for role, c in outside:
+            ctx.err(f"flows[{i}].{role}", f"cluster {c!r} is not in the distribution tree", "add it to distribution.tree, or use another loop_policy")
+        if not outside and tree.level_between(f.source, f.target) is None:
             ctx.err(f"flows[{i}]", f"{f.source} and {f.target} are not on different sides of any level of the distribution tree")
     for msg in tree.coverage_problems([(f.source, f.target) for _, f in cf]):
         ctx.err("distribution.tree", msg)
@@ -426,7 +483,7 @@ def _thresholds(ctx: _Ctx, raw: Any) -> Thresholds:
     values = {}
     for key, f in fields.items():
         kind = int if f.type in ("int", int) else float
-        v = ctx.typed(t.get(key), f"thresholds.{key}", kind, getattr(defaults, key), what="a number")
+        v = ctx.typed(t.get(key), f"thresholds.{key}", kind, getattr(defaults, key), what="an integer" if kind is int else "a number")
         if v is not None and v < 0:
             ctx.err(f"thresholds.{key}", f"must not be negative, got {v}")
         values[key] = v
@@ -444,6 +501,8 @@ def _alerts(ctx: _Ctx, raw: Any) -> Alerts:
             ctx.err("alerts.email.to", "expected one or more e-mail addresses")
             to = []
         password = e.get("password")
+        if isinstance(password, str) and _REF_LIKE.fullmatch(password) and parse_ref(password) is None:
+            ctx.err("alerts.email.password", "looks like a secret reference but is not one", _REF_HINT)
         email = EmailAlert(
             smtp_host=ctx.typed(e.get("smtp_host"), "alerts.email.smtp_host", str, ""),
             smtp_port=ctx.typed(e.get("smtp_port"), "alerts.email.smtp_port", int, 25),
@@ -458,7 +517,7 @@ def _alerts(ctx: _Ctx, raw: Any) -> Alerts:
         w = ctx.mapping(a["webhook"], "alerts.webhook", {"url"}, required={"url"})
         url = ctx.typed(w.get("url"), "alerts.webhook.url", str, "")
         if url and not re.match(r"^https?://", url):
-            ctx.err("alerts.webhook.url", f"not an http(s) URL: {url!r}")
+            ctx.err("alerts.webhook.url", "not an http(s) URL", "https://...; the value is not shown, webhook URLs often carry a token")
         webhook = WebhookAlert(url=url)
     return Alerts(email=email, webhook=webhook)
 
@@ -487,7 +546,9 @@ def _schema_mirror(ctx: _Ctx, raw: Any, clusters: dict[str, ClusterConfig]) -> S
         ctx.err("schema_mirror.targets", "expected a list of cluster names")
         targets = []
     for i, t in enumerate(targets):
-        if t not in clusters:
+        if not isinstance(t, str):
+            ctx.err(f"schema_mirror.targets[{i}]", "expected a cluster name")
+        elif t not in clusters:
             ctx.err(f"schema_mirror.targets[{i}]", f"unknown cluster {t!r} (known: {', '.join(clusters)})")
         elif t == primary:
             ctx.err(f"schema_mirror.targets[{i}]", f"{t!r} is the primary", "the primary is the source, not a target")

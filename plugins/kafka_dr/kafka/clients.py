@@ -12,7 +12,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.core.config import ClusterConfig
-from kafka_dr.core.secrets import SecretRef, env_resolver, mask_config
+from kafka_dr.core.secret_refs import SecretRef, env_resolver, mask_config
 
 SecretResolver = Callable[[SecretRef], str]
 

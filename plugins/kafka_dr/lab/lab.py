@@ -204,11 +204,22 @@ class Lab:
         return self._cluster_dir(c.name) / "server.properties"
 
     def _is_ours(self, c: LabCluster, pid: int) -> bool:
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            return False
-        return str(self._props(c)) in cmdline
+        """Is ``pid`` this cluster's broker? Checked by command line, never by pid alone.
+
+        The java launcher may exec itself again at start-up; while it does, the command line
+        reads empty, so an empty read is retried briefly before it counts as "not ours".
+        """
+        for _ in range(20):
+            try:
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                return False
+            if raw:
+                return str(self._props(c)) in raw.decode(errors="replace")
+            if _is_zombie(pid):
+                return False
+            time.sleep(0.05)
+        return False
 
     def _start(self, c: LabCluster, jars: Path) -> None:
         pid = self._pid(c.name)

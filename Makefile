@@ -1,0 +1,40 @@
+# The project's front door. `make demo` and `make test` are what the README promises;
+# both set up everything they need first (idempotent: a second run installs nothing).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: setup demo test test-unit lab-up lab-down clean
+
+setup: $(VENV)/.installed $(VENV)/.jars
+
+# Python deps: uv resolves the pinned Airflow/Spark/GX set in ~30 s (pip takes minutes).
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[dev]"
+	touch $@
+
+# Kafka broker + MirrorMaker 2 jars from Maven Central, cached in ~/.cache/kafka-dr.
+$(VENV)/.jars: $(VENV)/.installed plugins/kafka_dr/lab/pom.xml
+	$(BIN)/python -c "from kafka_dr.lab.jars import ensure_jars; print('kafka jars:', ensure_jars())"
+	touch $@
+
+demo: setup
+	$(BIN)/kafka-dr demo
+
+test: setup
+	$(BIN)/pytest
+
+test-unit: setup
+	$(BIN)/pytest tests/unit
+
+lab-up: setup
+	$(BIN)/kafka-dr lab up
+
+lab-down:
+	$(BIN)/kafka-dr lab down --wipe
+
+clean: lab-down
+	rm -rf $(VENV) .lab-test

@@ -1,0 +1,41 @@
+"""Load the config for DAG files: local file only, cached, never the network.
+
+DAG files are parsed often (every ``min_file_process_interval``); they read the YAML named by
+``KAFKA_DR_CONFIG`` and nothing else. The parse is cached by path and modification time so
+several DAG files in one parse pay once. An invalid config raises ``ConfigError``, which
+Airflow shows as the DAG file's import error: the operator sees every problem with its path.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kafka_dr.core.config import DrConfig
+from kafka_dr.core.config_load import ConfigError, Problem, load_config
+
+_cache: dict[tuple[str, float], DrConfig] = {}
+
+#: Settings shared by every kafka-dr DAG.
+TAGS = ["kafka-dr"]
+DEFAULT_ARGS = {"owner": "kafka-dr", "retries": 2}
+
+
+def config_path() -> Path:
+    raw = os.environ.get("KAFKA_DR_CONFIG")
+    if not raw:
+        raise ConfigError([Problem("KAFKA_DR_CONFIG", "not set", "point it at your kafka-dr YAML (the lab writes .lab/kafka-dr.yaml)")])
+    return Path(raw)
+
+
+def dag_config() -> DrConfig:
+    path = config_path()
+    try:
+        mtime = path.stat().st_mtime
+    except OSError:
+        return load_config(path)  # raises a ConfigError naming the path
+    key = (str(path), mtime)
+    if key not in _cache:
+        _cache.clear()
+        _cache[key] = load_config(path)
+    return _cache[key]
