@@ -1,0 +1,128 @@
+"""Loop policies as pure decisions: which topics a flow copies, and what each record becomes.
+
+A :class:`Router` is built once per flow from the config. For a source topic it answers the
+target topic (or ``None``: not this flow's business); for a record's headers it answers the
+headers to write (or ``None``: skip, it would loop or duplicate).
+
+- ``provenance``: same topic names. ``not_to_origin`` skips records whose origin is the
+  target cluster; ``local_only`` (the Redpanda seed's rule) skips any record that has an
+  origin. Right for two clusters; with three or more in a mesh, ``not_to_origin`` forwards
+  records over several paths, so use ``copy_flags`` there.
+- ``prefix``: remote topics ``<source>.<topic>``; remote topics are never copied back into a
+  cluster they came from (the cycle rule), so records need no inspection.
+- ``copy_flags``: the Axual bitmask over a distribution tree; a record is copied by a level
+  only while its bits for that level and below are clear.
+
+All three add provenance headers (first hop only) because offset translation needs the
+origin offset whatever the loop policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy, ProvenanceRule
+from kafka_dr.core.distribution import Level
+from kafka_dr.core.naming import PrefixNaming
+from kafka_dr.core.provenance import (
+    ORIGIN,
+    ORIGIN_TOPIC,
+    COPY_FLAGS,
+    Headers,
+    Provenance,
+    with_copy_flags,
+)
+
+#: (headers, source topic, partition, offset, now_ms) -> headers to write, or None to skip
+Transform = Callable[[Headers, str, int, int, int], "list[tuple[str, bytes | None]] | None"]
+
+
+@dataclass(frozen=True)
+class Router:
+    flow: FlowConfig
+    policy: LoopPolicy
+    naming: PrefixNaming | None
+    level: Level | None
+    heartbeat_topic: str
+
+    def selects(self, topic: str) -> bool:
+        return topic == self.heartbeat_topic or self.flow.topics.selects(topic)
+
+    def target_topic(self, topic: str) -> str | None:
+        """Where ``topic`` is copied on the target; ``None`` when the flow does not copy it."""
+        if not self.selects(topic):
+            return None
+        if self.naming is not None:
+            return self.naming.target_topic(self.flow.source, topic, self.flow.target)
+        return topic
+
+    def transform(self) -> Transform:
+        """The per-record decision for this flow, as a closure with everything bound."""
+        source, target = self.flow.source, self.flow.target
+        if self.policy is LoopPolicy.PROVENANCE:
+            local_only = self.flow.provenance_rule is ProvenanceRule.LOCAL_ONLY
+            target_b = target.encode()
+
+            def provenance(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
+                origin = None
+                origin_topic = None
+                for k, v in headers or ():
+                    if k == ORIGIN and origin is None:
+                        origin = v or b""
+                    elif k == ORIGIN_TOPIC and origin_topic is None:
+                        origin_topic = v
+                if origin is None:
+                    return [*(headers or ()), *Provenance(source, topic, partition, offset, now_ms).to_headers()]
+                if local_only:
+                    return None
+                # Replicator's default: never write a record back to the topic it started in.
+                if origin == target_b and (origin_topic is None or origin_topic == topic.encode()):
+                    return None
+                return list(headers)
+
+            return provenance
+
+        if self.policy is LoopPolicy.PREFIX:
+
+            def prefix(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
+                if headers and any(k == ORIGIN for k, _ in headers):
+                    return list(headers)
+                return [*(headers or ()), *Provenance(source, topic, partition, offset, now_ms).to_headers()]
+
+            return prefix
+
+        level = self.level
+        assert level is not None, "copy_flags router without a level"
+        mask, bit = level.mask, level.bit
+
+        def copy_flags(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
+            flags = 0
+            has_origin = False
+            for k, v in headers or ():
+                if k == COPY_FLAGS:
+                    flags = int(v) if v else 0
+                elif k == ORIGIN:
+                    has_origin = True
+            if flags & mask:
+                return None
+            out = list(headers or ())
+            if not has_origin:
+                out += Provenance(source, topic, partition, offset, now_ms).to_headers()
+            return with_copy_flags(out, flags | bit)
+
+        return copy_flags
+
+
+def router_for(cfg: DrConfig, flow: FlowConfig) -> Router:
+    naming = None
+    level = None
+    if flow.loop_policy is LoopPolicy.PREFIX:
+        naming = PrefixNaming(frozenset(cfg.clusters), flow.prefix_separator)
+    elif flow.loop_policy is LoopPolicy.COPY_FLAGS:
+        if cfg.distribution is None:
+            raise ValueError(f"flow {flow.name!r}: copy_flags needs a distribution tree")
+        level = cfg.distribution.level_between(flow.source, flow.target)
+        if level is None:
+            raise ValueError(f"flow {flow.name!r}: {flow.source} and {flow.target} share no level of the distribution tree")
+    return Router(flow, flow.loop_policy, naming, level, cfg.heartbeat_topic)

@@ -1,0 +1,122 @@
+"""Provenance headers: where a replicated record started.
+
+Every record a flow writes carries, as plain ASCII header values (readable with any Kafka
+tool):
+
+==================== =========================================================
+``dr.origin``         the cluster the record was first produced to (config name)
+``dr.origin.topic``   its topic there
+``dr.origin.part``    its partition there
+``dr.origin.offset``  its offset there (offset translation keys on this)
+``dr.origin.ts``      when it was first replicated, epoch milliseconds
+==================== =========================================================
+
+A record that already has provenance (a second hop in an N-cluster tree) keeps its original
+values: provenance always names the first cluster, not the previous hop. ``dr.copy.flags`` is
+the copy-flag bitmask of the ``copy_flags`` loop policy.
+
+Header lists are handled as lists of ``(key, value)`` pairs because Kafka headers are
+ordered and keys may repeat; the record's own headers are kept exactly, in order, and the
+provenance headers are appended after them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+ORIGIN = "dr.origin"
+ORIGIN_TOPIC = "dr.origin.topic"
+ORIGIN_PARTITION = "dr.origin.part"
+ORIGIN_OFFSET = "dr.origin.offset"
+ORIGIN_TS = "dr.origin.ts"
+COPY_FLAGS = "dr.copy.flags"
+
+PROVENANCE_KEYS = frozenset({ORIGIN, ORIGIN_TOPIC, ORIGIN_PARTITION, ORIGIN_OFFSET, ORIGIN_TS})
+#: Every header this product writes; ``strip_product_headers`` removes exactly these.
+PRODUCT_KEYS = PROVENANCE_KEYS | {COPY_FLAGS}
+
+Headers = Sequence[tuple[str, bytes | None]]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    cluster: str
+    topic: str
+    partition: int
+    offset: int
+    first_replicated_ms: int
+
+    def to_headers(self) -> list[tuple[str, bytes]]:
+        return [
+            (ORIGIN, self.cluster.encode()),
+            (ORIGIN_TOPIC, self.topic.encode()),
+            (ORIGIN_PARTITION, str(self.partition).encode()),
+            (ORIGIN_OFFSET, str(self.offset).encode()),
+            (ORIGIN_TS, str(self.first_replicated_ms).encode()),
+        ]
+
+    @classmethod
+    def from_headers(cls, headers: Headers | None) -> "Provenance | None":
+        """The record's provenance, or ``None`` when it has none (a locally produced record).
+
+        Raises ``ValueError`` naming the header when provenance is present but malformed: a
+        record that claims an origin it cannot state is not something to copy silently.
+        """
+        if not headers:
+            return None
+        found: dict[str, bytes | None] = {}
+        for k, v in headers:
+            if k in PROVENANCE_KEYS and k not in found:
+                found[k] = v
+        if ORIGIN not in found:
+            return None
+        try:
+            return cls(
+                cluster=(found[ORIGIN] or b"").decode(),
+                topic=(found.get(ORIGIN_TOPIC) or b"").decode(),
+                partition=int(found.get(ORIGIN_PARTITION) or b"-1"),
+                offset=int(found.get(ORIGIN_OFFSET) or b"-1"),
+                first_replicated_ms=int(found.get(ORIGIN_TS) or b"0"),
+            )
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ValueError(f"malformed provenance headers {sorted(found)}: {e}") from None
+
+
+def origin_cluster(headers: Headers | None) -> str | None:
+    """The ``dr.origin`` value alone: the cheap check the loop filter needs."""
+    if headers:
+        for k, v in headers:
+            if k == ORIGIN:
+                return v.decode() if v is not None else ""
+    return None
+
+
+def copy_flags(headers: Headers | None) -> int:
+    """The copy-flag bitmask; absent means all zeroes (a fresh record)."""
+    if headers:
+        for k, v in headers:
+            if k == COPY_FLAGS:
+                return int(v) if v else 0
+    return 0
+
+
+def with_copy_flags(headers: Headers, flags: int) -> list[tuple[str, bytes | None]]:
+    """``headers`` with ``dr.copy.flags`` set to ``flags`` (replaced in place if present)."""
+    out = []
+    done = False
+    for k, v in headers:
+        if k == COPY_FLAGS:
+            if not done:
+                out.append((k, str(flags).encode()))
+                done = True
+        else:
+            out.append((k, v))
+    if not done:
+        out.append((COPY_FLAGS, str(flags).encode()))
+    return out
+
+
+def strip_product_headers(headers: Headers) -> list[tuple[str, bytes | None]]:
+    """The record's own headers: everything this product added removed, order kept."""
+    return [(k, v) for k, v in headers if k not in PRODUCT_KEYS]

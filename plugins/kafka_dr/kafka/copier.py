@@ -1,0 +1,358 @@
+"""Copy one source partition's offset range to the target, exactly once.
+
+This is the unit of work of the replication job: a Spark task runs one :meth:`RangeCopier.copy`
+per source topic-partition per micro-batch, and tests call it directly.
+
+How exactly-once holds:
+
+1. The producer's ``transactional.id`` is fixed per (flow, topic, partition). Creating it
+   (``init_transactions``) fences any earlier instance, a zombie task of a killed job
+   included, and aborts its unfinished transaction.
+2. Only then is the committed progress read (consumer group offsets on the target, read with
+   ``require_stable`` semantics); committed progress beats the planned start, so a replayed
+   micro-batch does not copy twice.
+3. Records are written in chunks; each chunk's transaction also commits the progress offset
+   (``send_offsets_to_transaction``). A crash anywhere leaves either the chunk and its
+   progress, or neither.
+
+Records are read with ``isolation.level=read_committed``: aborted transactional records on
+the source are never copied. Key, value, headers (order, repeats, binary), timestamp and
+partition number are kept; the loop policy decides which records are skipped and appends
+provenance headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.loop import router_for
+from kafka_dr.core.progress import decode_metadata, encode_metadata, progress_group, resume_offset
+from kafka_dr.kafka.clients import SecretResolver, client_config
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RangeSpec:
+    """One source partition's planned range ``[start, end)`` and where it goes."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    target_topic: str
+
+
+@dataclass
+class RangeResult:
+    """What one range copy did; one row of the job's metrics."""
+
+    flow: str
+    topic: str
+    partition: int
+    target_topic: str
+    planned_start: int
+    start: int
+    end: int
+    read: int = 0
+    written: int = 0
+    filtered: int = 0
+    bytes: int = 0
+    lost_to_retention: int = 0
+    first_target_offset: int = -1
+    last_target_offset: int = -1
+    latency_p50_ms: float | None = None
+    latency_p99_ms: float | None = None
+    transactions: int = 0
+    seconds: float = 0.0
+    dead_lettered: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class RecordRejected(RuntimeError):
+    """The target refused a record and no dead-letter topic is configured."""
+
+
+@dataclass
+class _Chunk:
+    first_offset: int
+    source_offsets: deque = field(default_factory=deque)
+    error: KafkaError | None = None
+    error_offset: int = -1
+    first_target: int = -1
+    last_target: int = -1
+
+
+class RangeCopier:
+    """Copies ranges for one flow. Keeps one producer per source partition and one consumer
+    per process, so a long-running Spark Python worker reuses its connections."""
+
+    def __init__(
+        self,
+        cfg: DrConfig,
+        flow: FlowConfig,
+        resolve: SecretResolver | None = None,
+        chunk_records: int = 50_000,
+        chunk_seconds: float = 5.0,
+        stall_seconds: float = 120.0,
+        allow_reset: bool = False,
+        producer_overrides: dict[str, Any] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cfg = cfg
+        self.flow = flow
+        self.resolve = resolve
+        self.chunk_records = chunk_records
+        self.chunk_seconds = chunk_seconds
+        self.stall_seconds = stall_seconds
+        self.allow_reset = allow_reset
+        self.producer_overrides = producer_overrides or {}
+        self.clock = clock
+        self.transform = router_for(cfg, flow).transform()
+        self.group = progress_group(cfg.internal_prefix, flow.name)
+        self._producers: dict[tuple[str, int], Producer] = {}
+        self._source: Consumer | None = None
+        self._meta: Consumer | None = None
+
+    # --- clients ---------------------------------------------------------------------
+
+    def _producer(self, topic: str, partition: int) -> Producer:
+        key = (topic, partition)
+        p = self._producers.get(key)
+        if p is None:
+            conf = client_config(
+                self.cfg.cluster(self.flow.target), self.resolve,
+                **{
+                    "transactional.id": f"{self.cfg.internal_prefix}.{self.flow.name}.{topic}.{partition}",
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "linger.ms": 10,
+                    "batch.size": 1_000_000,
+                    "compression.type": "lz4",
+                    "transaction.timeout.ms": 60_000,
+                    "queue.buffering.max.messages": 500_000,
+                    "queue.buffering.max.kbytes": 512 * 1024,
+                    **self.producer_overrides,
+                },
+            )
+            p = Producer(conf)
+            p.init_transactions(30)
+            self._producers[key] = p
+        return p
+
+    def _drop_producer(self, topic: str, partition: int) -> None:
+        self._producers.pop((topic, partition), None)
+
+    def _source_consumer(self) -> Consumer:
+        if self._source is None:
+            self._source = Consumer(client_config(
+                self.cfg.cluster(self.flow.source), self.resolve,
+                **{"group.id": f"{self.group}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
+                   "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "earliest",
+                   "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
+                   "queued.max.messages.kbytes": 256 * 1024},
+            ))
+        return self._source
+
+    def _progress_consumer(self) -> Consumer:
+        """A group-less-in-practice consumer on the target: it only reads and stamps the
+        progress group's offsets, and carries the group metadata transactions need."""
+        if self._meta is None:
+            self._meta = Consumer(client_config(
+                self.cfg.cluster(self.flow.target), self.resolve,
+                **{"group.id": self.group, "enable.auto.commit": False, "isolation.level": "read_committed"},
+            ))
+        return self._meta
+
+    def close(self) -> None:
+        for p in self._producers.values():
+            p.flush(10)
+        self._producers.clear()
+        for c in (self._source, self._meta):
+            if c is not None:
+                c.close()
+        self._source = self._meta = None
+
+    # --- progress ----------------------------------------------------------------------
+
+    def committed(self, target_topic: str, partition: int) -> int | None:
+        """The committed next source offset for this partition, or ``None`` if none."""
+        tp = self._progress_consumer().committed([TopicPartition(target_topic, partition)], timeout=30)[0]
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+        return tp.offset if tp.offset >= 0 else None
+
+    # --- the copy ----------------------------------------------------------------------
+
+    def copy(self, spec: RangeSpec) -> RangeResult:
+        t0 = time.monotonic()
+        try:
+            return self._copy(spec, t0)
+        except Exception:
+            # Fenced, fatal or mid-transaction: a fresh producer (init_transactions) is the
+            # one state known to be clean.
+            self._drop_producer(spec.topic, spec.partition)
+            raise
+
+    def _copy(self, spec: RangeSpec, t0: float) -> RangeResult:
+        producer = self._producer(spec.topic, spec.partition)  # fences zombies first
+        source = self._source_consumer()
+        low, _ = source.get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=30, cached=False)
+        committed = self.committed(spec.target_topic, spec.partition)
+        start = resume_offset(committed, spec.start, low, self.allow_reset)
+        result = RangeResult(self.flow.name, spec.topic, spec.partition, spec.target_topic, spec.start, start, spec.end)
+        if committed is not None and committed < low:
+            result.lost_to_retention = low - committed
+            log.error("flow %s: %s[%d] records %d..%d were deleted on the source before they were replicated",
+                      self.flow.name, spec.topic, spec.partition, committed, low - 1)
+        if start >= spec.end:
+            result.seconds = time.monotonic() - t0
+            return result
+
+        source.assign([TopicPartition(spec.topic, spec.partition, start)])
+        try:
+            latencies = self._run_chunks(spec, producer, source, start, result)
+        finally:
+            source.unassign()
+        if latencies:
+            latencies.sort()
+            result.latency_p50_ms = float(latencies[len(latencies) // 2])
+            result.latency_p99_ms = float(latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))])
+        result.seconds = time.monotonic() - t0
+        return result
+
+    def _run_chunks(self, spec: RangeSpec, producer: Producer, source: Consumer, start: int, result: RangeResult) -> list[int]:
+        transform = self.transform
+        target_topic, partition, end = spec.target_topic, spec.partition, spec.end
+        group_meta = self._progress_consumer().consumer_group_metadata()
+        latencies: list[int] = []
+        next_offset = start
+        done = False
+        while not done:
+            chunk = _Chunk(first_offset=next_offset)
+
+            def on_delivery(err, msg, chunk=chunk):
+                src = chunk.source_offsets.popleft()
+                if err is not None:
+                    if chunk.error is None:
+                        chunk.error, chunk.error_offset = err, src
+                    return
+                off = msg.offset()
+                if chunk.first_target < 0:
+                    chunk.first_target = off
+                chunk.last_target = off
+
+            producer.begin_transaction()
+            chunk_deadline = time.monotonic() + self.chunk_seconds
+            in_chunk = 0
+            last_progress = time.monotonic()
+            while True:
+                msgs = source.consume(num_messages=5000, timeout=0.5)
+                if msgs:
+                    last_progress = time.monotonic()
+                elif time.monotonic() - last_progress > self.stall_seconds:
+                    self._abort(producer)
+                    raise TimeoutError(
+                        f"flow {self.flow.name}: no records from {self.flow.source}/{spec.topic}[{partition}] for "
+                        f"{self.stall_seconds:.0f}s at offset {next_offset} (range ends at {end}); is the source reachable?"
+                    )
+                now_ms = int(self.clock() * 1000)
+                for msg in msgs:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            next_offset, done = end, True  # everything below the LSO is seen
+                            break
+                        raise RuntimeError(f"flow {self.flow.name}: reading {spec.topic}[{partition}] at offset {next_offset}: {err.str()}")
+                    off = msg.offset()
+                    if off >= end:
+                        next_offset, done = end, True
+                        break
+                    result.read += 1
+                    headers = msg.headers()
+                    out = transform(headers or (), spec.topic, partition, off, now_ms)
+                    next_offset = off + 1
+                    in_chunk += 1
+                    if out is None:
+                        result.filtered += 1
+                        continue
+                    key, value = msg.key(), msg.value()
+                    ts = msg.timestamp()[1]
+                    if in_chunk % 16 == 1:
+                        latencies.append(now_ms - ts)
+                    chunk.source_offsets.append(off)
+                    self._produce(producer, target_topic, partition, key, value, out, ts, on_delivery, spec, off)
+                    result.written += 1
+                    result.bytes += (len(key) if key else 0) + (len(value) if value else 0)
+                if not done and next_offset >= end:
+                    done = True
+                if done or in_chunk >= self.chunk_records or time.monotonic() >= chunk_deadline:
+                    break
+            self._commit_chunk(producer, group_meta, spec, chunk, next_offset)
+            result.transactions += 1
+            if chunk.first_target >= 0 and result.first_target_offset < 0:
+                result.first_target_offset = chunk.first_target
+            if chunk.last_target >= 0:
+                result.last_target_offset = chunk.last_target
+        return latencies
+
+    def _produce(self, producer: Producer, topic: str, partition: int, key, value, headers, ts: int, cb, spec: RangeSpec, off: int) -> None:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts, on_delivery=cb)
+                return
+            except BufferError:
+                producer.poll(0.05)
+            except KafkaException as e:
+                self._abort(producer)
+                raise RecordRejected(
+                    f"flow {self.flow.name}: the target refused {spec.topic}[{partition}]@{off} "
+                    f"(-> {topic}[{partition}]): {e.args[0].str()}"
+                ) from None
+
+    def _commit_chunk(self, producer: Producer, group_meta, spec: RangeSpec, chunk: _Chunk, next_offset: int) -> None:
+        left = producer.flush(60)
+        if chunk.error is not None or left:
+            self._abort(producer)
+            what = chunk.error.str() if chunk.error is not None else f"{left} record(s) not acknowledged within 60s"
+            raise RecordRejected(
+                f"flow {self.flow.name}: writing {spec.topic}[{spec.partition}]@{chunk.error_offset if chunk.error else chunk.first_offset} "
+                f"to {self.flow.target}/{spec.target_topic}[{spec.partition}] failed: {what}; nothing of offsets "
+                f"{chunk.first_offset}..{next_offset - 1} was committed"
+            )
+        meta = encode_metadata(spec.topic, int(self.clock() * 1000))
+        producer.send_offsets_to_transaction(
+            [TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30
+        )
+        producer.commit_transaction(60)
+
+    @staticmethod
+    def _abort(producer: Producer) -> None:
+        try:
+            producer.abort_transaction(30)
+        except KafkaException:
+            pass  # the next init_transactions (a new producer) aborts it for certain
+
+
+def read_committed_progress(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> dict[tuple[str, int], dict]:
+    """Every committed progress entry of a flow: (target topic, partition) -> offset + metadata."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(client_config(cfg.cluster(flow.target), resolve))
+    group = progress_group(cfg.internal_prefix, flow.name)
+    fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], require_stable=True)[group]
+    out = {}
+    for tp in fut.result(timeout=30).topic_partitions or []:
+        if tp.offset >= 0:
+            out[(tp.topic, tp.partition)] = {"next_offset": tp.offset, **decode_metadata(tp.metadata)}
+    return out

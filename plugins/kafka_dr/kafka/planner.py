@@ -1,0 +1,127 @@
+"""The driver side of a flow: which source partitions exist, where they go, how far they reach.
+
+Runs on the Spark driver once per micro-batch (cheap: one ListOffsets request for all
+partitions) and, every ``topic_refresh_seconds``, re-lists the source topics so topics created
+while the job runs are picked up without a restart. Missing target topics are created with
+the source's partition count and replicable configs; a target topic with *fewer* partitions
+than its source is an error naming the topic (partition ``p`` must map to partition ``p``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec
+
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.loop import router_for
+from kafka_dr.core.topic_config import replicable_configs
+from kafka_dr.kafka.clients import SecretResolver, client_config
+
+log = logging.getLogger(__name__)
+
+#: planner offsets: {source topic: {partition (str, JSON keys are strings): offset}}
+Offsets = dict[str, dict[str, int]]
+
+
+class TargetTopicMismatch(RuntimeError):
+    """A target topic cannot take its source's partitions one to one."""
+
+
+@dataclass(frozen=True)
+class TopicRoute:
+    source_topic: str
+    target_topic: str
+    partitions: int
+
+
+class FlowPlanner:
+    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, clock=time.monotonic) -> None:
+        self.cfg, self.flow, self.clock = cfg, flow, clock
+        self.router = router_for(cfg, flow)
+        self.source = AdminClient(client_config(cfg.cluster(flow.source), resolve))
+        self.target = AdminClient(client_config(cfg.cluster(flow.target), resolve))
+        self._routes: dict[str, TopicRoute] = {}
+        self._refreshed_at: float | None = None
+
+    # --- discovery ---------------------------------------------------------------------
+
+    def routes(self, force: bool = False) -> dict[str, TopicRoute]:
+        now = self.clock()
+        if force or self._refreshed_at is None or now - self._refreshed_at >= self.flow.topic_refresh_seconds:
+            self._routes = self._discover()
+            self._refreshed_at = now
+        return self._routes
+
+    def _discover(self) -> dict[str, TopicRoute]:
+        md = self.source.list_topics(timeout=30)
+        wanted: dict[str, TopicRoute] = {}
+        for name, t in md.topics.items():
+            if t.error is not None:
+                continue
+            target = self.router.target_topic(name)
+            if target is not None:
+                wanted[name] = TopicRoute(name, target, len(t.partitions))
+        new = [r for n, r in wanted.items() if n not in self._routes or self._routes[n].partitions != r.partitions]
+        if new:
+            self._ensure_targets(new)
+            for r in new:
+                log.info("flow %s: replicating %s[%d partitions] -> %s/%s", self.flow.name, r.source_topic, r.partitions, self.flow.target, r.target_topic)
+        return wanted
+
+    def _ensure_targets(self, routes: list[TopicRoute]) -> None:
+        tmd = self.target.list_topics(timeout=30).topics
+        missing = [r for r in routes if r.target_topic not in tmd]
+        for r in routes:
+            t = tmd.get(r.target_topic)
+            if t is not None and len(t.partitions) < r.partitions:
+                raise TargetTopicMismatch(
+                    f"flow {self.flow.name}: {self.flow.target}/{r.target_topic} has {len(t.partitions)} partitions but "
+                    f"{self.flow.source}/{r.source_topic} has {r.partitions}; raise the target's partition count "
+                    f"(dr_topic_config_sync does) so partition p can map to partition p"
+                )
+        if not missing:
+            return
+        configs = self._source_configs([r.source_topic for r in missing])
+        new_topics = [NewTopic(r.target_topic, num_partitions=r.partitions, replication_factor=-1, config=configs.get(r.source_topic, {})) for r in missing]
+        for name, fut in self.target.create_topics(new_topics, request_timeout=30).items():
+            try:
+                fut.result(timeout=60)
+            except KafkaException as e:
+                if e.args[0].code() != e.args[0].TOPIC_ALREADY_EXISTS:
+                    raise RuntimeError(f"flow {self.flow.name}: creating {self.flow.target}/{name}: {e.args[0].str()}") from None
+
+    def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        futs = self.source.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics], request_timeout=30)
+        for res, fut in futs.items():
+            entries = fut.result(timeout=60)
+            explicit = {k: e.value for k, e in entries.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and e.value is not None}
+            out[res.name] = replicable_configs(explicit)
+        return out
+
+    # --- offsets -----------------------------------------------------------------------
+
+    def _list(self, spec: OffsetSpec) -> Offsets:
+        routes = self.routes()
+        request = {TopicPartition(r.source_topic, p): spec for r in routes.values() for p in range(r.partitions)}
+        if not request:
+            return {}
+        futs = self.source.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30)
+        out: Offsets = {}
+        for tp, fut in futs.items():
+            out.setdefault(tp.topic, {})[str(tp.partition)] = fut.result(timeout=60).offset
+        return out
+
+    def latest(self) -> Offsets:
+        """The last stable offset of every selected partition: committed data ends there."""
+        return self._list(OffsetSpec.latest())
+
+    def earliest(self) -> Offsets:
+        return self._list(OffsetSpec.earliest())
+
+    def target_topic(self, source_topic: str) -> str:
+        return self.routes()[source_topic].target_topic

@@ -1,0 +1,207 @@
+"""Run one flow as a Spark Structured Streaming query, supervised.
+
+``incremental`` copies what is there (``trigger(availableNow=True)``) and returns;
+``continuous`` runs micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop
+file, finishing the batch in flight before it stops. A failed query (a cluster unreachable,
+say) is restarted with exponential backoff up to ``max_restarts`` times; every restart resumes
+from the progress committed in Kafka, so nothing is lost or copied twice.
+
+Each micro-batch's per-partition results are logged as one JSON line each
+(``kafka_dr.metrics {...}``) and published to ``<prefix>.metrics`` on the target cluster,
+where the heartbeat, status and data-quality features read them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger("kafka_dr.replicate")
+
+
+@dataclass
+class JobOptions:
+    config: str
+    flow: str
+    mode: str | None = None  # default: the flow's mode
+    trigger_seconds: float = 1.0
+    max_duration_seconds: float | None = None
+    max_restarts: int = 5
+    stop_file: str | None = None
+    allow_reset: bool = False
+    chunk_records: int = 50_000
+    master: str | None = None  # None: as spark-submit says
+
+
+@dataclass
+class JobSummary:
+    flow: str
+    batches: int = 0
+    records_written: int = 0
+    records_filtered: int = 0
+    restarts: int = 0
+    stopped_by: str = ""
+
+
+def metrics_topic(internal_prefix: str) -> str:
+    return f"{internal_prefix}.metrics"
+
+
+class _Stop:
+    def __init__(self, stop_file: str | None) -> None:
+        self.reason = ""
+        self.stop_file = stop_file
+
+    def request(self, reason: str) -> None:
+        self.reason = self.reason or reason
+
+    def requested(self) -> bool:
+        if not self.reason and self.stop_file and Path(self.stop_file).exists():
+            self.reason = f"stop file {self.stop_file}"
+        return bool(self.reason)
+
+
+def run_flow(opts: JobOptions, spark=None) -> JobSummary:
+    from pyspark.sql import SparkSession
+
+    from kafka_dr.core.config import FlowMode
+    from kafka_dr.core.config_load import load_config
+    from kafka_dr.core.secret_refs import env_resolver
+    from kafka_dr.kafka import clients
+    from kafka_dr.kafka.topics import ensure_topic
+    from kafka_dr.spark.source import FIELDS, ReplicationSource
+
+    cfg = load_config(opts.config)
+    flows = {f.name: f for f in cfg.flows}
+    if opts.flow not in flows:
+        raise SystemExit(f"kafka-dr replicate: no flow named {opts.flow!r} in {opts.config} (flows: {', '.join(flows)})")
+    flow = flows[opts.flow]
+    mode = FlowMode(opts.mode) if opts.mode else flow.mode
+    max_duration = opts.max_duration_seconds or flow.max_duration_seconds
+
+    if spark is None:
+        builder = SparkSession.builder.appName(f"kafka-dr-{flow.name}")
+        if opts.master:
+            builder = builder.master(opts.master)
+        for k, v in {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false",
+                     "spark.pyspark.python": sys.executable, **dict(cfg.spark.conf)}.items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel("WARN")
+    spark.dataSource.register(ReplicationSource)
+
+    target = cfg.cluster(flow.target)
+    mtopic = metrics_topic(cfg.internal_prefix)
+    ensure_topic(clients.admin(target, env_resolver()), mtopic, partitions=1, config={"retention.ms": str(7 * 86400 * 1000)})
+    metrics_producer = clients.producer(target, env_resolver())
+    summary = JobSummary(flow.name)
+
+    def sink(df, batch_id: int) -> None:
+        rows = df.collect()  # one small row per partition range: nothing big reaches the driver
+        for row in rows:
+            d = {k: row[k] for k in FIELDS}
+            d["batch"] = batch_id
+            d["at_ms"] = int(time.time() * 1000)
+            line = json.dumps(d, separators=(",", ":"))
+            log.info("kafka_dr.metrics %s", line)
+            metrics_producer.produce(mtopic, key=flow.name.encode(), value=line.encode())
+            summary.records_written += d["written"] or 0
+            summary.records_filtered += d["filtered"] or 0
+        metrics_producer.flush(30)
+        summary.batches += 1
+
+    stop = _Stop(opts.stop_file)
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    for s in previous:
+        signal.signal(s, lambda signum, _frame: stop.request(signal.Signals(signum).name))
+    deadline = time.monotonic() + max_duration if max_duration else None
+    backoff = 2.0
+    try:
+        while True:
+            checkpoint = tempfile.mkdtemp(prefix=f"kafka-dr-{flow.name}-")
+            try:
+                reader = (spark.readStream.format("kafka_dr_replication").option("config", str(Path(opts.config).resolve()))
+                          .option("flow", flow.name).option("allow_reset", str(opts.allow_reset).lower())
+                          .option("chunk_records", str(opts.chunk_records)).load())
+                writer = reader.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+                if mode is FlowMode.INCREMENTAL:
+                    query = writer.trigger(availableNow=True).start()
+                else:
+                    query = writer.trigger(processingTime=f"{opts.trigger_seconds} seconds").start()
+                log.info("flow %s: %s query started (%s -> %s)", flow.name, mode.value, flow.source, flow.target)
+                _supervise(query, stop, deadline)
+                if query.exception() is None:
+                    summary.stopped_by = stop.reason or ("completed" if mode is FlowMode.INCREMENTAL else "max duration")
+                    return summary
+                error = query.exception()
+            except Exception as e:  # noqa: BLE001 - any failure of the query is retried
+                error = e
+            finally:
+                shutil.rmtree(checkpoint, ignore_errors=True)
+            summary.restarts += 1
+            message = str(getattr(error, "desc", None) or error).strip().splitlines()
+            reason = next((m for m in message if "Error" in m or "flow " in m), message[0] if message else repr(error))
+            if summary.restarts > opts.max_restarts or stop.requested() or (deadline and time.monotonic() > deadline):
+                raise RuntimeError(f"flow {flow.name}: giving up after {summary.restarts} failed run(s); last error: {reason}")
+            log.error("flow %s: query failed (%s); restart %d/%d in %.0fs", flow.name, reason, summary.restarts, opts.max_restarts, backoff)
+            _sleep(backoff, stop)
+            backoff = min(backoff * 2, 60.0)
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        metrics_producer.flush(10)
+
+
+def _supervise(query, stop: _Stop, deadline: float | None) -> None:
+    while query.isActive:
+        query.awaitTermination(0.5)
+        if not query.isActive:
+            break
+        if deadline and time.monotonic() >= deadline:
+            stop.request("max duration")
+        if stop.requested():
+            # let the batch in flight finish its transactions, then stop
+            t_end = time.monotonic() + 60
+            while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < t_end:
+                time.sleep(0.2)
+            query.stop()
+            break
+
+
+def _sleep(seconds: float, stop: _Stop) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not stop.requested():
+        time.sleep(0.2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="replicate", description="Replicate one kafka-dr flow with Spark.")
+    p.add_argument("--config", default=os.environ.get("KAFKA_DR_CONFIG"), help="kafka-dr YAML (default $KAFKA_DR_CONFIG)")
+    p.add_argument("--flow", required=True)
+    p.add_argument("--mode", choices=["continuous", "incremental"], default=None, help="default: the flow's mode")
+    p.add_argument("--trigger-seconds", type=float, default=1.0)
+    p.add_argument("--max-duration", type=float, default=None, help="continuous mode: stop after this many seconds")
+    p.add_argument("--max-restarts", type=int, default=5)
+    p.add_argument("--stop-file", default=None, help="stop gracefully when this file appears")
+    p.add_argument("--allow-reset", action="store_true", help="start partitions whose progress was lost from the planned offset")
+    p.add_argument("--chunk-records", type=int, default=50_000)
+    p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
+    a = p.parse_args(argv)
+    if not a.config:
+        p.error("--config or $KAFKA_DR_CONFIG is required")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stdout)
+    summary = run_flow(JobOptions(config=a.config, flow=a.flow, mode=a.mode, trigger_seconds=a.trigger_seconds,
+                                  max_duration_seconds=a.max_duration, max_restarts=a.max_restarts, stop_file=a.stop_file,
+                                  allow_reset=a.allow_reset, chunk_records=a.chunk_records, master=a.master))
+    print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
+    return 0
