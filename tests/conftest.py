@@ -78,6 +78,37 @@ def airflow_db(lab):
     return AIRFLOW_HOME
 
 
+@pytest.fixture(scope="session")
+def lab3():
+    """A second lab with three clusters (east, west, north) for the copy-flag tree."""
+    from kafka_dr.lab.lab import Lab
+
+    lab = Lab(TEST_LAB.with_name(TEST_LAB.name + "-3"))
+    lab.down(wipe=True)
+    atexit.register(lambda: lab.down(wipe=True))
+    try:
+        lab.up(count=3, base_port=TEST_BASE_PORT + 500)
+        yield lab
+    finally:
+        lab.down(wipe=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the in-process replication tests."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]").appName("kafka-dr-tests")
+        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.showConsoleProgress", "false").getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
 @pytest.fixture
 def topic_name(request):
     """A topic name unique to this test, so tests never see each other's records."""

@@ -97,13 +97,14 @@ class Router:
         mask, bit = level.mask, level.bit
 
         def copy_flags(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
-            flags = 0
+            flags = None
             has_origin = False
             for k, v in headers or ():
-                if k == COPY_FLAGS:
+                if k == COPY_FLAGS and flags is None:  # the first one, as copy_flags() reads it
                     flags = int(v) if v else 0
                 elif k == ORIGIN:
                     has_origin = True
+            flags = flags or 0
             if flags & mask:
                 return None
             out = list(headers or ())

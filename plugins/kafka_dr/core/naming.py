@@ -22,15 +22,21 @@ class PrefixNaming:
         return f"{source}{self.separator}{topic}"
 
     def topic_source(self, topic: str) -> str | None:
-        """The cluster a remote topic came from, or ``None`` for a local topic."""
-        head, sep, _ = topic.partition(self.separator)
-        return head if sep and head in self.clusters else None
+        """The cluster a remote topic came from, or ``None`` for a local topic.
+
+        The longest known cluster name followed by the separator: cluster names may contain
+        the separator (``us_east`` with ``_``), so splitting at its first occurrence would
+        make ``us_east_orders`` look local and let it loop back to ``us_east``.
+        """
+        heads = [c for c in self.clusters if topic.startswith(c + self.separator)]
+        return max(heads, key=len) if heads else None
 
     def upstream_topic(self, topic: str) -> str | None:
         """One hop back: ``east.orders`` -> ``orders``; ``None`` for a local topic."""
-        if self.topic_source(topic) is None:
+        source = self.topic_source(topic)
+        if source is None:
             return None
-        return topic.partition(self.separator)[2]
+        return topic[len(source) + len(self.separator) :]
 
     def original_topic(self, topic: str) -> str:
         """All hops back: ``west.east.orders`` -> ``orders``."""

@@ -20,6 +20,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,7 +93,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         if opts.master:
             builder = builder.master(opts.master)
         for k, v in {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false",
-                     "spark.pyspark.python": sys.executable, **dict(cfg.spark.conf)}.items():
+                     "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable, **dict(cfg.spark.conf)}.items():
             builder = builder.config(k, v)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("WARN")
@@ -119,9 +120,11 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         summary.batches += 1
 
     stop = _Stop(opts.stop_file)
-    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    for s in previous:
-        signal.signal(s, lambda signum, _frame: stop.request(signal.Signals(signum).name))
+    previous = {}
+    if threading.current_thread() is threading.main_thread():  # signals only reach the main thread
+        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        for s in previous:
+            signal.signal(s, lambda signum, _frame: stop.request(signal.Signals(signum).name))
     deadline = time.monotonic() + max_duration if max_duration else None
     backoff = 2.0
     try:

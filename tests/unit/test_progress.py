@@ -1,0 +1,71 @@
+"""A flow's progress: where a range copy resumes, the commit metadata, the group name."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset
+
+
+def test_progress_group():
+    assert progress_group("_kafka_dr", "east_to_west") == "_kafka_dr.progress.east_to_west"
+    assert progress_group("dr", "a-b") == "dr.progress.a-b"
+
+
+@pytest.mark.parametrize("allow_reset", [False, True])
+def test_committed_progress_wins_over_the_planned_start(allow_reset):
+    # a replayed micro-batch planned at 100 while 150 is already committed: no duplicate
+    assert resume_offset(150, 100, 0, allow_reset) == 150
+    # planned past what is committed (planner ahead of a lost chunk): no gap
+    assert resume_offset(80, 100, 0, allow_reset) == 80
+    assert resume_offset(100, 100, 0, allow_reset) == 100
+    assert resume_offset(0, 100, 0, allow_reset) == 0  # zero is progress, not "none"
+
+
+@pytest.mark.parametrize("allow_reset", [False, True])
+def test_committed_below_the_log_start_resumes_at_the_log_start(allow_reset):
+    # retention deleted 120..199 before they were copied
+    assert resume_offset(120, 120, 200, allow_reset) == 200
+    assert resume_offset(120, 300, 200, allow_reset) == 200
+    assert resume_offset(199, 199, 200, allow_reset) == 200
+    assert resume_offset(200, 250, 200, allow_reset) == 200
+
+
+def test_lost_progress_refuses():
+    with pytest.raises(ProgressLost) as e:
+        resume_offset(None, 500, 200, allow_reset=False)
+    assert str(e.value) == (
+        "no committed progress, but the run was planned to start at offset 500 (log start 200): "
+        "the progress topic was deleted or truncated"
+    )
+    with pytest.raises(ProgressLost):
+        resume_offset(None, 1, 0, allow_reset=False)
+
+
+def test_lost_progress_with_reset_allowed_takes_the_plan():
+    assert resume_offset(None, 500, 200, allow_reset=True) == 500
+    assert resume_offset(None, 1, 0, allow_reset=True) == 1
+
+
+def test_progress_lost_is_a_runtime_error():
+    assert issubclass(ProgressLost, RuntimeError)
+
+
+@pytest.mark.parametrize("allow_reset", [False, True])
+def test_first_run(allow_reset):
+    assert resume_offset(None, 0, 0, allow_reset) == 0
+    assert resume_offset(None, 200, 200, allow_reset) == 200  # planned at the log start
+    assert resume_offset(None, 0, 200, allow_reset) == 200  # planned before it: records already gone
+
+
+def test_metadata_encoding_is_compact_json():
+    assert encode_metadata("orders", 1_700_000_000_000) == '{"src":"orders","ts":1700000000000}'
+
+
+def test_metadata_round_trip():
+    assert decode_metadata(encode_metadata("east.orders", 5)) == {"src": "east.orders", "ts": 5}
+
+
+@pytest.mark.parametrize("raw", [None, "", "garbage", "{", '"a string"', "[1, 2]", "42", "null", "true"])
+def test_metadata_that_is_not_ours_decodes_to_empty(raw):
+    assert decode_metadata(raw) == {}
