@@ -139,6 +139,7 @@ class RangeCopier:
                     "batch.size": 1_000_000,
                     "compression.type": "lz4",
                     "transaction.timeout.ms": 60_000,
+                    "delivery.timeout.ms": 60_000,  # a refused or unreachable target surfaces within a minute
                     "queue.buffering.max.messages": 500_000,
                     "queue.buffering.max.kbytes": 512 * 1024,
                     **self.producer_overrides,
@@ -231,73 +232,36 @@ class RangeCopier:
         return result
 
     def _run_chunks(self, spec: RangeSpec, producer: Producer, source: Consumer, start: int, result: RangeResult) -> list[int]:
-        transform = self.transform
-        target_topic, partition, end = spec.target_topic, spec.partition, spec.end
+        """Copy ``[start, end)`` in transactions of at most ``chunk_records``/``chunk_seconds``.
+
+        A chunk the target refuses is aborted whole. Without a dead-letter topic the copy
+        stops, naming the record. With one, the refused offset is remembered and the chunk is
+        redone from its first offset, routing that record to the dead-letter topic instead.
+        """
         group_meta = self._progress_consumer().consumer_group_metadata()
         latencies: list[int] = []
+        dead: dict[int, str] = {}
         next_offset = start
         done = False
         while not done:
             chunk = _Chunk(first_offset=next_offset)
-
-            def on_delivery(err, msg, chunk=chunk):
-                src = chunk.source_offsets.popleft()
-                if err is not None:
-                    if chunk.error is None:
-                        chunk.error, chunk.error_offset = err, src
-                    return
-                off = msg.offset()
-                if chunk.first_target < 0:
-                    chunk.first_target = off
-                chunk.last_target = off
-
             producer.begin_transaction()
-            chunk_deadline = time.monotonic() + self.chunk_seconds
-            in_chunk = 0
-            last_progress = time.monotonic()
-            while True:
-                msgs = source.consume(num_messages=5000, timeout=0.5)
-                if msgs:
-                    last_progress = time.monotonic()
-                elif time.monotonic() - last_progress > self.stall_seconds:
-                    self._abort(producer)
-                    raise TimeoutError(
-                        f"flow {self.flow.name}: no records from {self.flow.source}/{spec.topic}[{partition}] for "
-                        f"{self.stall_seconds:.0f}s at offset {next_offset} (range ends at {end}); is the source reachable?"
+            next_offset, done, counts = self._fill_chunk(spec, producer, source, chunk, dead, latencies)
+            rejected = self._commit_chunk(producer, group_meta, spec, chunk, next_offset)
+            if rejected is not None:
+                offset, reason = rejected
+                if not self.flow.dead_letter_topic or offset in dead:
+                    raise RecordRejected(
+                        f"flow {self.flow.name}: {self.flow.target} refused {self.flow.source}/{spec.topic}[{spec.partition}]@{offset} "
+                        f"(-> {spec.target_topic}[{spec.partition}]): {reason}; the chunk from offset {chunk.first_offset} was "
+                        f"rolled back and nothing after it copied" + ("" if self.flow.dead_letter_topic else "; configure dead_letter_topic to set such records aside")
                     )
-                now_ms = int(self.clock() * 1000)
-                for msg in msgs:
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            next_offset, done = end, True  # everything below the LSO is seen
-                            break
-                        raise RuntimeError(f"flow {self.flow.name}: reading {spec.topic}[{partition}] at offset {next_offset}: {err.str()}")
-                    off = msg.offset()
-                    if off >= end:
-                        next_offset, done = end, True
-                        break
-                    result.read += 1
-                    headers = msg.headers()
-                    out = transform(headers or (), spec.topic, partition, off, now_ms)
-                    next_offset = off + 1
-                    in_chunk += 1
-                    if out is None:
-                        result.filtered += 1
-                        continue
-                    key, value = msg.key(), msg.value()
-                    ts = msg.timestamp()[1]
-                    if in_chunk % 16 == 1:
-                        latencies.append(now_ms - ts)
-                    chunk.source_offsets.append(off)
-                    self._produce(producer, target_topic, partition, key, value, out, ts, on_delivery, spec, off)
-                    result.written += 1
-                    result.bytes += (len(key) if key else 0) + (len(value) if value else 0)
-                if not done and next_offset >= end:
-                    done = True
-                if done or in_chunk >= self.chunk_records or time.monotonic() >= chunk_deadline:
-                    break
-            self._commit_chunk(producer, group_meta, spec, chunk, next_offset)
+                dead[offset] = reason
+                source.seek(TopicPartition(spec.topic, spec.partition, chunk.first_offset))
+                next_offset, done = chunk.first_offset, False
+                continue
+            for k, v in counts.items():
+                setattr(result, k, getattr(result, k) + v)
             result.transactions += 1
             if chunk.first_target >= 0 and result.first_target_offset < 0:
                 result.first_target_offset = chunk.first_target
@@ -305,35 +269,128 @@ class RangeCopier:
                 result.last_target_offset = chunk.last_target
         return latencies
 
-    def _produce(self, producer: Producer, topic: str, partition: int, key, value, headers, ts: int, cb, spec: RangeSpec, off: int) -> None:
+    def _fill_chunk(self, spec: RangeSpec, producer: Producer, source: Consumer, chunk: _Chunk, dead: dict[int, str], latencies: list[int]):
+        """Read and produce one chunk's records; returns (next offset, range done, counts)."""
+        transform = self.transform
+        target_topic, partition, end = spec.target_topic, spec.partition, spec.end
+        counts = {"read": 0, "written": 0, "filtered": 0, "bytes": 0, "dead_lettered": 0}
+
+        def on_delivery(err, msg):
+            src = chunk.source_offsets.popleft()
+            if err is not None:
+                if chunk.error is None:
+                    chunk.error, chunk.error_offset = err, src
+                return
+            off = msg.offset()
+            if chunk.first_target < 0:
+                chunk.first_target = off
+            chunk.last_target = off
+
+        next_offset, done = chunk.first_offset, False
+        deadline = time.monotonic() + self.chunk_seconds
+        last_progress = time.monotonic()
+        in_chunk = 0
+        while True:
+            msgs = source.consume(num_messages=5000, timeout=0.5)
+            if msgs:
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > self.stall_seconds:
+                self._abort(producer)
+                raise TimeoutError(
+                    f"flow {self.flow.name}: no records from {self.flow.source}/{spec.topic}[{partition}] for "
+                    f"{self.stall_seconds:.0f}s at offset {next_offset} (range ends at {end}); is the source reachable?"
+                )
+            now_ms = int(self.clock() * 1000)
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        next_offset, done = end, True  # everything below the LSO is seen
+                        break
+                    self._abort(producer)
+                    raise RuntimeError(f"flow {self.flow.name}: reading {spec.topic}[{partition}] at offset {next_offset}: {err.str()}")
+                off = msg.offset()
+                if off >= end:
+                    next_offset, done = end, True
+                    break
+                counts["read"] += 1
+                next_offset = off + 1
+                in_chunk += 1
+                out = transform(msg.headers() or (), spec.topic, partition, off, now_ms)
+                if out is None:
+                    counts["filtered"] += 1
+                    continue
+                key, value = msg.key(), msg.value()
+                ts = msg.timestamp()[1]
+                if off in dead:
+                    self._dead_letter(producer, spec, off, key, value, out, ts, dead[off])
+                    counts["dead_lettered"] += 1
+                    continue
+                if in_chunk % 16 == 1:
+                    latencies.append(now_ms - ts)
+                chunk.source_offsets.append(off)
+                reason = self._produce(producer, target_topic, partition, key, value, out, ts, on_delivery)
+                if reason is not None:
+                    chunk.source_offsets.pop()
+                    if not self.flow.dead_letter_topic:
+                        self._abort(producer)
+                        raise RecordRejected(
+                            f"flow {self.flow.name}: {self.flow.target} refuses {self.flow.source}/{spec.topic}[{partition}]@{off} "
+                            f"(-> {target_topic}[{partition}]): {reason}; nothing from offset {chunk.first_offset} on was copied; "
+                            f"configure dead_letter_topic to set such records aside"
+                        )
+                    dead[off] = reason
+                    self._dead_letter(producer, spec, off, key, value, out, ts, reason)
+                    counts["dead_lettered"] += 1
+                    continue
+                counts["written"] += 1
+                counts["bytes"] += (len(key) if key else 0) + (len(value) if value else 0)
+            if not done and next_offset >= end:
+                done = True
+            if done or in_chunk >= self.chunk_records or time.monotonic() >= deadline:
+                return next_offset, done, counts
+
+    def _produce(self, producer: Producer, topic: str, partition: int, key, value, headers, ts: int, cb) -> str | None:
+        """Queue one record; returns the reason when librdkafka refuses it on the spot."""
         while True:
             try:
                 producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts, on_delivery=cb)
-                return
+                return None
             except BufferError:
                 producer.poll(0.05)
             except KafkaException as e:
-                self._abort(producer)
-                raise RecordRejected(
-                    f"flow {self.flow.name}: the target refused {spec.topic}[{partition}]@{off} "
-                    f"(-> {topic}[{partition}]): {e.args[0].str()}"
-                ) from None
+                return e.args[0].str()
 
-    def _commit_chunk(self, producer: Producer, group_meta, spec: RangeSpec, chunk: _Chunk, next_offset: int) -> None:
-        left = producer.flush(60)
-        if chunk.error is not None or left:
+    def _dead_letter(self, producer: Producer, spec: RangeSpec, off: int, key, value, headers, ts: int, reason: str) -> None:
+        """Set a refused record aside, in the same transaction, with where it came from and why.
+
+        The value is kept when it fits; a record refused for its size keeps key and headers
+        only (``dr.dlq.value.bytes`` says how big it was), so the dead-letter write cannot fail
+        for the same reason."""
+        size = len(value) if value else 0
+        too_big = "too large" in reason.lower() or "size" in reason.lower()
+        extra = [("dr.dlq.reason", reason.encode()), ("dr.dlq.source", f"{self.flow.source}/{spec.topic}[{spec.partition}]@{off}".encode()),
+                 ("dr.dlq.value.bytes", str(size).encode())]
+        log.error("flow %s: %s/%s[%d]@%d set aside in %s: %s", self.flow.name, self.flow.source, spec.topic, spec.partition, off,
+                  self.flow.dead_letter_topic, reason)
+        producer.produce(self.flow.dead_letter_topic, key=key, value=None if too_big else value, headers=[*headers, *extra], timestamp=ts)
+
+    def _commit_chunk(self, producer: Producer, group_meta, spec: RangeSpec, chunk: _Chunk, next_offset: int) -> tuple[int, str] | None:
+        """Commit the chunk and its progress; on a refused record, abort and return (offset, reason)."""
+        left = producer.flush(120)
+        if chunk.error is not None:
             self._abort(producer)
-            what = chunk.error.str() if chunk.error is not None else f"{left} record(s) not acknowledged within 60s"
-            raise RecordRejected(
-                f"flow {self.flow.name}: writing {spec.topic}[{spec.partition}]@{chunk.error_offset if chunk.error else chunk.first_offset} "
-                f"to {self.flow.target}/{spec.target_topic}[{spec.partition}] failed: {what}; nothing of offsets "
-                f"{chunk.first_offset}..{next_offset - 1} was committed"
+            return chunk.error_offset, chunk.error.str()
+        if left:
+            self._abort(producer)
+            raise TimeoutError(
+                f"flow {self.flow.name}: {left} record(s) of {spec.topic}[{spec.partition}] offsets {chunk.first_offset}..{next_offset - 1} "
+                f"not acknowledged by {self.flow.target} within 120s; rolled back, nothing of them committed"
             )
         meta = encode_metadata(spec.topic, int(self.clock() * 1000))
-        producer.send_offsets_to_transaction(
-            [TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30
-        )
+        producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)
         producer.commit_transaction(60)
+        return None
 
     @staticmethod
     def _abort(producer: Producer) -> None:

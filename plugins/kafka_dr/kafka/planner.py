@@ -19,9 +19,12 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, New
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_config import replicable_configs
-from kafka_dr.kafka.clients import SecretResolver, client_config
+from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config
+from kafka_dr.kafka.topics import ensure_topic
 
 log = logging.getLogger(__name__)
+
+METADATA_TIMEOUT = 15.0
 
 #: planner offsets: {source topic: {partition (str, JSON keys are strings): offset}}
 Offsets = dict[str, dict[str, int]]
@@ -56,8 +59,21 @@ class FlowPlanner:
             self._refreshed_at = now
         return self._routes
 
+    def _answer(self, which: str, call):
+        """Run an admin call; an unreachable cluster becomes one clear error naming it."""
+        try:
+            return call()
+        except KafkaException as e:
+            name = self.flow.source if which == "source" else self.flow.target
+            cluster = self.cfg.cluster(name)
+            raise ClusterUnreachable(
+                f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}) did not answer: {e.args[0].str()}"
+            ) from None
+
     def _discover(self) -> dict[str, TopicRoute]:
-        md = self.source.list_topics(timeout=30)
+        md = self._answer("source", lambda: self.source.list_topics(timeout=METADATA_TIMEOUT))
+        if self.flow.dead_letter_topic and not self._routes:
+            self._answer("target", lambda: ensure_topic(self.target, self.flow.dead_letter_topic, partitions=1))
         wanted: dict[str, TopicRoute] = {}
         for name, t in md.topics.items():
             if t.error is not None:
@@ -73,7 +89,7 @@ class FlowPlanner:
         return wanted
 
     def _ensure_targets(self, routes: list[TopicRoute]) -> None:
-        tmd = self.target.list_topics(timeout=30).topics
+        tmd = self._answer("target", lambda: self.target.list_topics(timeout=METADATA_TIMEOUT)).topics
         missing = [r for r in routes if r.target_topic not in tmd]
         for r in routes:
             t = tmd.get(r.target_topic)
@@ -110,11 +126,14 @@ class FlowPlanner:
         request = {TopicPartition(r.source_topic, p): spec for r in routes.values() for p in range(r.partitions)}
         if not request:
             return {}
-        futs = self.source.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30)
-        out: Offsets = {}
-        for tp, fut in futs.items():
-            out.setdefault(tp.topic, {})[str(tp.partition)] = fut.result(timeout=60).offset
-        return out
+        def call() -> Offsets:
+            futs = self.source.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=METADATA_TIMEOUT)
+            out: Offsets = {}
+            for tp, fut in futs.items():
+                out.setdefault(tp.topic, {})[str(tp.partition)] = fut.result(timeout=60).offset
+            return out
+
+        return self._answer("source", call)
 
     def latest(self) -> Offsets:
         """The last stable offset of every selected partition: committed data ends there."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -150,8 +151,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             finally:
                 shutil.rmtree(checkpoint, ignore_errors=True)
             summary.restarts += 1
-            message = str(getattr(error, "desc", None) or error).strip().splitlines()
-            reason = next((m for m in message if "Error" in m or "flow " in m), message[0] if message else repr(error))
+            reason = failure_reason(error, flow.name)
             if summary.restarts > opts.max_restarts or stop.requested() or (deadline and time.monotonic() > deadline):
                 raise RuntimeError(f"flow {flow.name}: giving up after {summary.restarts} failed run(s); last error: {reason}")
             log.error("flow %s: query failed (%s); restart %d/%d in %.0fs", flow.name, reason, summary.restarts, opts.max_restarts, backoff)
@@ -161,6 +161,28 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         for s, h in previous.items():
             signal.signal(s, h)
         metrics_producer.flush(10)
+
+
+def failure_reason(error: BaseException, flow: str) -> str:
+    """The one line of a (Spark-wrapped) failure an operator needs.
+
+    Errors raised by this package start with ``flow <name>:`` and name cluster, topic,
+    partition and offset; Spark wraps them in a Java exception with a Python traceback inside.
+    """
+    texts = []
+    seen = 0
+    e: BaseException | None = error
+    while e is not None and seen < 10:  # Spark's CapturedException chain keeps the Python traceback in a cause
+        texts += [str(getattr(e, "_desc", "") or ""), str(e), str(getattr(e, "_stackTrace", "") or "")]
+        e = getattr(e, "_cause", None) or e.__cause__
+        seen += 1
+    lines = [ln.strip() for t in texts for ln in t.splitlines() if ln.strip()]
+    marker = f"flow {flow}:"
+    for ln in lines:
+        if marker in ln:
+            return ln[ln.index(marker):]
+    py = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Lost|Rejected|Mismatch|Unreachable): ", ln)]
+    return py[-1] if py else (lines[0] if lines else repr(error))
 
 
 def _supervise(query, stop: _Stop, deadline: float | None) -> None:

@@ -1,0 +1,99 @@
+"""Bad input to the replication job: each gives one clear error naming what and where, and
+nothing is half-applied (issue #3's bad-input list; issue #9 extends it)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from kafka_checks import read_topic
+from kafka_dr.core.config_load import load_config
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.copier import RangeCopier, RangeSpec, RecordRejected
+from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.writing import produce_all
+from kafka_dr.spark.job import JobOptions, run_flow
+from test_replication import flow_config
+
+pytestmark = [pytest.mark.lab]
+
+BIG = 1_500_000  # above the target's default max.message.bytes (1 MiB)
+
+
+def _big_source_topic(cluster, topic: str) -> None:
+    ensure_topic(clients.admin(cluster), topic, partitions=1, config={"max.message.bytes": "4000000"})
+    p = clients.producer(cluster, **{"message.max.bytes": 5_000_000, "compression.type": "none"})
+    rows = [(b"a", b"small-0", [], None, 0), (b"b", b"small-1", [], None, 0), (b"big", b"x" * BIG, [("h", b"1")], None, 0),
+            (b"c", b"small-3", [], None, 0)]
+    produce_all(p, topic, rows)
+
+
+def test_unreachable_source_is_retried_then_named(lab, spark, tmp_path, topic_name):
+    doc = yaml.safe_load(lab.config_file.read_text())
+    doc["clusters"]["east"]["bootstrap_servers"] = "127.0.0.1:1"  # nothing listens there
+    doc["clusters"]["east"].pop("cluster_id", None)
+    for f in doc["flows"]:
+        f["topics"] = {"allow": [topic_name]}
+    path = tmp_path / "dead-source.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(RuntimeError) as info:
+        run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_restarts=1), spark=spark)
+    msg = str(info.value)
+    assert "giving up after 2 failed run(s)" in msg
+    assert "source cluster 'east' (127.0.0.1:1) did not answer" in msg
+
+
+def test_record_too_large_stops_the_flow_naming_the_record(lab, lab_config, spark, tmp_path, topic_name):
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    _big_source_topic(east, topic_name)
+    config = flow_config(lab, tmp_path, [topic_name])
+    with pytest.raises(RuntimeError) as info:
+        run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
+    assert f"east/{topic_name}[0]@2" in str(info.value), str(info.value)
+    # the chunk holding the refused record was rolled back whole: a read_committed reader sees nothing
+    assert read_topic(west, topic_name) == []
+
+
+def test_broker_side_refusal_rolls_back_and_names_the_record(lab, lab_config, topic_name):
+    """The target broker (not librdkafka) refuses the record: the error arrives in a delivery
+    report, after other records of the chunk were sent; the whole chunk must be rolled back."""
+    cfg = lab_config
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    _big_source_topic(east, topic_name)
+    ensure_topic(clients.admin(west), topic_name, partitions=1)
+    copier = RangeCopier(cfg, cfg.flows[0], producer_overrides={"message.max.bytes": 5_000_000, "compression.type": "none"})
+    try:
+        with pytest.raises(RecordRejected, match=rf"east/{topic_name}\[0\]@2 .*rolled back"):
+            copier.copy(RangeSpec(topic_name, 0, 0, 4, topic_name))
+    finally:
+        copier.close()
+    assert read_topic(west, topic_name) == []
+
+
+def test_dead_letter_topic_sets_refused_records_aside(lab, spark, tmp_path, topic_name):
+    doc_path = flow_config(lab, tmp_path, [topic_name], dead_letter_topic=f"{topic_name}.dlq")
+    cfg = load_config(doc_path)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    _big_source_topic(east, topic_name)
+    run_flow(JobOptions(config=str(doc_path), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
+    copied = read_topic(west, topic_name)
+    assert [r.value for r in copied] == [b"small-0", b"small-1", b"small-3"]
+    dlq = read_topic(west, f"{topic_name}.dlq")
+    assert len(dlq) == 1
+    h = dict(dlq[0].headers)
+    assert dlq[0].key == b"big" and dlq[0].value is None
+    assert h["dr.dlq.source"] == f"east/{topic_name}[0]@2".encode()
+    assert h["dr.dlq.value.bytes"] == str(BIG).encode() and b"too large" in h["dr.dlq.reason"].lower()
+    assert h["h"] == b"1" and h["dr.origin"] == b"east"
+
+
+def test_target_with_fewer_partitions_is_refused(lab, lab_config, spark, tmp_path, topic_name):
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=4)
+    ensure_topic(clients.admin(west), topic_name, partitions=2)
+    produce_all(clients.producer(east), topic_name, [(b"k", b"v", [], None, 3)])
+    config = flow_config(lab, tmp_path, [topic_name])
+    with pytest.raises(RuntimeError) as info:
+        run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
+    assert f"west/{topic_name} has 2 partitions but east/{topic_name} has 4" in str(info.value)
+    assert read_topic(west, topic_name) == []
