@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     af.add_argument("airflow_cmd", choices=["env"], help="env: print the export lines for a project-local Airflow")
     af.add_argument("--config", type=Path, default=None, help="config file (default: the lab's)")
     af.add_argument("--home", type=Path, default=None, help="AIRFLOW_HOME (default: <lab>/airflow)")
+    rep = sub.add_parser("replicate", help="run one flow's replication job here (local Spark); spark-submit spark_jobs/replicate.py for a cluster")
+    rep.add_argument("rest", nargs=argparse.REMAINDER, help="--flow NAME [--config PATH] [--mode incremental|continuous] ... (see kafka-dr replicate --help)")
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -101,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
             for key, value in airflow_env(args.home or lab.root / "airflow", path, load_config(path)).items():
                 print(f"export {key}={shlex.quote(value)}")
             return 0
+        if args.cmd == "replicate":
+            from kafka_dr.spark.job import main as replicate_main
+
+            rest = args.rest
+            if "--master" not in rest:
+                rest = [*rest, "--master", "local[*]"]
+            return replicate_main(rest)
         if args.cmd == "demo":
             from kafka_dr.demo import run_demo
 

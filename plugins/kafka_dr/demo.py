@@ -39,16 +39,29 @@ def run_demo(lab_dir: Path | None = None) -> int:
             raise RuntimeError(f"{left} demo record(s) to {name} were not acknowledged within 30s")
         print(f"== produced 3 records to {name}/{TOPIC}")
 
+    print("\n== replicating both ways with Spark (incremental runs of both flows; loop policy: provenance)")
+    from kafka_dr.spark.job import JobOptions, run_flow, spark_session
+
+    spark = spark_session(cfg, "kafka-dr-demo", master="local[2]")
+    for flow in cfg.flows:
+        s = run_flow(JobOptions(config=str(cfg_path), flow=flow.name, mode="incremental"), spark=spark)
+        print(f"   {flow.name}: {s.records_written} record(s) copied, {s.records_filtered} skipped by the loop policy")
+    for flow in cfg.flows:  # a second pass finds nothing: no record travels back
+        s = run_flow(JobOptions(config=str(cfg_path), flow=flow.name, mode="incremental"), spark=spark)
+        print(f"   {flow.name} again: {s.records_written} copied (nothing loops back)")
+
     for name, cluster in cfg.clusters.items():
         c = clients.consumer(cluster, group_id="kafka-dr-demo")
         try:
             records = read_partitions(c, TOPIC, [0, 1, 2])
         finally:
             c.close()
-        print(f"\n== {name}/{TOPIC}: {len(records)} record(s)")
-        print(f"   {'p':>2} {'offset':>6}  {'key':<16} {'headers':<28} value")
-        for r in sorted(records, key=lambda r: (r.partition, r.offset))[-9:]:
-            headers = ",".join(f"{k}={v.decode() if v else v}" for k, v in r.headers)
-            print(f"   {r.partition:>2} {r.offset:>6}  {(r.key or b'').decode():<16} {headers:<28} {(r.value or b'').decode()}")
+        mine = [r for r in records if f'"run": {stamp}'.encode() in (r.value or b"")]
+        print(f"\n== {name}/{TOPIC}: {len(records)} record(s) in all; this run's {len(mine)}:")
+        print(f"   {'p':>2} {'offset':>6}  {'key':<16} {'origin':<26} value")
+        for r in sorted(mine, key=lambda r: (r.partition, r.offset)):
+            h = dict(r.headers)
+            origin = "local" if "dr.origin" not in h else f"from {h['dr.origin'].decode()} @{h['dr.origin.offset'].decode()}"
+            print(f"   {r.partition:>2} {r.offset:>6}  {(r.key or b'').decode():<16} {origin:<26} {(r.value or b'').decode()}")
     print(f"\nThe lab keeps running. Config: {cfg_path}\nStop it with: .venv/bin/kafka-dr lab down   (add --wipe to delete its data)")
     return 0

@@ -156,3 +156,51 @@ def test_new_topic_replicated_without_restart(lab, lab_config, spark, tmp_path, 
         stop_file.write_text("stop")
         job.join(120)
     assert result["summary"].restarts == 0 and result["summary"].stopped_by.startswith("stop file")
+
+
+def test_compacted_topic_with_offset_gaps_and_topic_configs(lab, lab_config, spark, tmp_path, topic_name):
+    """A compacted source (offsets with gaps, tombstones) copies exactly what a reader sees;
+    the created target topic carries the source's replicable configs, not the excluded ones."""
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=1, config={
+        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "3600000", "retention.ms": "86400000", "min.insync.replicas": "1"})
+    rows = [(b"k%d" % (i % 10), b"v%d" % i, [], None, 0) for i in range(200)] + [(b"k3", None, [], None, 0)]
+    produce_all(clients.producer(east), topic_name, rows)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait for the cleaner to compact the rolled segments
+        produce_all(clients.producer(east), topic_name, [(b"roll", b"r", [], None, 0)])  # roll the active segment
+        before = read_topic(east, topic_name)
+        if len(before) < 100:
+            break
+        time.sleep(2)
+    offsets = [r.offset for r in before]
+    assert offsets != list(range(offsets[0], offsets[0] + len(offsets))), "no gaps: compaction did not run"
+
+    config = flow_config(lab, tmp_path, [topic_name])
+    run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental"), spark=spark)
+    source = read_topic(east, topic_name)
+    copied = read_topic(west, topic_name)
+    # The target is compacted too (its configs came from the source), so superseded values may
+    # be gone there as well: what must agree is the compacted view, the latest value per key,
+    # and what was copied must be the source's records, in source order.
+    latest = lambda records: {r.key: r.value for r in records}
+    assert latest(copied) == latest(source)
+    copied_ids = [int(dict(r.headers)["dr.origin.offset"]) for r in copied]
+    assert copied_ids == sorted(copied_ids)
+    by_offset = {r.offset: r for r in source}
+    for r, o in zip(copied, copied_ids):
+        if o in by_offset:
+            assert (r.key, r.value, r.timestamp_ms) == (by_offset[o].key, by_offset[o].value, by_offset[o].timestamp_ms)
+    assert set(copied_ids) <= set(range(201 + 60)) and set(copied_ids).isdisjoint(set(range(0, 100))), "copied records the source had compacted away"
+
+    from confluent_kafka.admin import ConfigResource
+
+    res = ConfigResource(ConfigResource.Type.TOPIC, topic_name)
+    admin = clients.admin(west)  # kept referenced: a collected client cancels its futures
+    conf = admin.describe_configs([res])[res].result(30)
+    assert conf["cleanup.policy"].value == "compact" and conf["retention.ms"].value == "86400000"
+    from confluent_kafka.admin import ConfigSource
+
+    # set on the source topic, but excluded: the target's value is not a topic-level one
+    assert conf["min.insync.replicas"].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value

@@ -702,3 +702,20 @@ def test_a_mistyped_secret_reference_for_the_smtp_password():
     d = with_(base(), lambda d: d.update(alerts={"email": {"smtp_host": "smtp", "to": "a@b.c", "password": "${env SMTP}"}}))
     (p,) = problems(d)
     assert (p.path, p.message) == ("alerts.email.password", "looks like a secret reference but is not one")
+
+
+def test_topic_config_and_preflight_sections():
+    from kafka_dr.core.config_load import ConfigError, parse_config
+
+    base = {"clusters": {"east": {"bootstrap_servers": "a:1"}, "west": {"bootstrap_servers": "b:1"}}, "flows": []}
+    cfg = parse_config({**base, "topic_config": {"exclude": ["retention\\.bytes"]}, "preflight": {"exclude_topics": ["legacy\\..*"]}})
+    assert cfg.topic_config.exclude == ("retention\\.bytes",)
+    assert cfg.preflight.exclude_topics == ("legacy\\..*",)
+    assert parse_config(base).topic_config.exclude == () and parse_config(base).preflight.exclude_topics == ()
+    try:
+        parse_config({**base, "topic_config": {"exclude": ["("]}, "preflight": {"exclude_topic": []}})
+    except ConfigError as e:
+        paths = [p.path for p in e.problems]
+        assert paths == ["topic_config.exclude[0]", "preflight.exclude_topic"], paths
+    else:
+        raise AssertionError("bad regex and unknown key must be reported")

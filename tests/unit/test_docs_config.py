@@ -43,3 +43,8 @@ def test_section_keys():
     assert table_keys("spark") == {"master", "connection", "conf"}
     assert table_keys("schema_mirror") == {"primary", "targets", "subject_template"}
     assert table_keys("distribution") == {"tree"}
+
+
+def test_topic_config_and_preflight_keys():
+    assert table_keys("topic_config") == {"exclude"}
+    assert table_keys("preflight") == {"exclude_topics"}

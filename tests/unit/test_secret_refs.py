@@ -54,9 +54,15 @@ def test_missing_variable_names_the_variable_not_a_value():
     assert "other-s3cret" not in str(e.value)
 
 
-def test_env_resolver_refuses_airflow_refs():
-    with pytest.raises(UnresolvedSecret, match=r"only \$\{env:\.\.\.\}"):
-        env_resolver({"kafka_east": "x"})(SecretRef("airflow", "kafka_east"))
+def test_env_resolver_takes_airflow_refs_only_from_their_carrier_variable():
+    from kafka_dr.core.secret_refs import ref_env_name
+
+    ref = SecretRef("airflow", "kafka_east.extra.token")
+    assert ref_env_name(ref) == "KAFKA_DR_SECRET_KAFKA_EAST_EXTRA_TOKEN"
+    # a variable named like the connection id is not enough: only the carrier counts
+    with pytest.raises(UnresolvedSecret, match=r"KAFKA_DR_SECRET_KAFKA_EAST_EXTRA_TOKEN"):
+        env_resolver({"kafka_east": "x"})(ref)
+    assert env_resolver({"KAFKA_DR_SECRET_KAFKA_EAST_EXTRA_TOKEN": "s3cret"})(ref) == "s3cret"
 
 
 def test_secret_is_masked_when_printed():

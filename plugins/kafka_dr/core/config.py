@@ -186,6 +186,21 @@ class SchemaMirrorConfig:
 
 
 @dataclass(frozen=True)
+class TopicConfigSync:
+    """Topic-config sync settings: config names (regexes) never synced, on top of the
+    built-in exclusions (``kafka_dr.core.topic_config.DEFAULT_EXCLUDES``)."""
+
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """Pre-flight validation settings: topics (regexes) the rules skip."""
+
+    exclude_topics: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class DrConfig:
     """The whole configuration. Build it with ``load_config``/``parse_config``."""
 
@@ -197,6 +212,8 @@ class DrConfig:
     spark: SparkConfig = field(default_factory=SparkConfig)
     schema_mirror: SchemaMirrorConfig | None = None
     distribution: DistributionTree | None = None
+    topic_config: TopicConfigSync = field(default_factory=TopicConfigSync)
+    preflight: Preflight = field(default_factory=Preflight)
     internal_prefix: str = "_kafka_dr"
     source_path: str | None = None  #: where it was loaded from, for messages
 

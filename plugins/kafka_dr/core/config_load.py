@@ -27,12 +27,14 @@ from kafka_dr.core.config import (
     FlowConfig,
     FlowMode,
     LoopPolicy,
+    Preflight,
     ProvenanceRule,
     SchemaMirrorConfig,
     SchemaRegistryConfig,
     Schedules,
     SparkConfig,
     Thresholds,
+    TopicConfigSync,
     TopicSelection,
     WebhookAlert,
 )
@@ -240,7 +242,8 @@ class _Ctx:
         return v
 
 
-_TOP_KEYS = {"clusters", "flows", "schedules", "thresholds", "alerts", "spark", "schema_mirror", "distribution", "internal_prefix"}
+_TOP_KEYS = {"clusters", "flows", "schedules", "thresholds", "alerts", "spark", "schema_mirror", "distribution", "internal_prefix",
+             "topic_config", "preflight"}
 _CLUSTER_KEYS = {"bootstrap_servers", "client", "connection", "cluster_id", "schema_registry"}
 _FLOW_KEYS = {
     "name", "source", "target", "topics", "loop_policy", "provenance_rule", "prefix_separator",
@@ -264,6 +267,10 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
     thresholds = _thresholds(ctx, top.get("thresholds"))
     alerts = _alerts(ctx, top.get("alerts"))
     spark = _spark(ctx, top.get("spark"))
+    tc = ctx.mapping(top.get("topic_config"), "topic_config", {"exclude"})
+    topic_config = TopicConfigSync(exclude=ctx.patterns(tc.get("exclude"), "topic_config.exclude", ()))
+    pf = ctx.mapping(top.get("preflight"), "preflight", {"exclude_topics"})
+    preflight = Preflight(exclude_topics=ctx.patterns(pf.get("exclude_topics"), "preflight.exclude_topics", ()))
     schema_mirror = _schema_mirror(ctx, top.get("schema_mirror"), clusters)
     distribution = None
     if "distribution" in top:
@@ -293,6 +300,8 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
         alerts=alerts,
         spark=spark,
         schema_mirror=schema_mirror,
+        topic_config=topic_config,
+        preflight=preflight,
         distribution=distribution,
         internal_prefix=internal_prefix,
         source_path=source,

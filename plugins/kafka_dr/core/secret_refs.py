@@ -94,18 +94,34 @@ class UnresolvedSecret(LookupError):
     """A reference could not be resolved. The message names the reference, never a value."""
 
 
+def ref_env_name(ref: SecretRef) -> str:
+    """The environment variable that carries an ``${airflow:...}`` reference's value into a
+    process that has no Airflow (the Spark job): ``KAFKA_DR_SECRET_<CONN_ID>[_<FIELD>]``."""
+    return "KAFKA_DR_SECRET_" + re.sub(r"[^A-Za-z0-9]", "_", ref.name).upper()
+
+
 def env_resolver(environ: dict[str, str] | None = None) -> Callable[[SecretRef], str]:
     """Resolve ``${env:...}`` references from ``environ`` (default: the process env)."""
     env = os.environ if environ is None else environ
 
     def resolve(ref: SecretRef) -> str:
-        if ref.source != "env":
-            raise UnresolvedSecret(f"{ref}: this resolver handles only ${{env:...}} references")
-        if ref.name not in env:
-            raise UnresolvedSecret(f"{ref}: environment variable {ref.name} is not set")
-        return env[ref.name]
+        name = ref.name if ref.source == "env" else ref_env_name(ref)
+        if name not in env:
+            if ref.source == "env":
+                raise UnresolvedSecret(f"{ref}: environment variable {ref.name} is not set")
+            raise UnresolvedSecret(
+                f"{ref}: Airflow connections are not reachable from here; run under Airflow "
+                f"(the operator passes the value as ${name}) or set {name}"
+            )
+        return env[name]
 
     return resolve
+
+
+def config_refs(values) -> list[SecretRef]:
+    """Every secret reference among ``values`` (a mapping's values or any iterable)."""
+    vals = values.values() if hasattr(values, "values") else values
+    return [v for v in vals if isinstance(v, SecretRef)]
 
 
 def mask_config(conf: dict[str, object]) -> dict[str, object]:

@@ -73,6 +73,8 @@ class RangeResult:
     transactions: int = 0
     seconds: float = 0.0
     dead_lettered: int = 0
+    #: source records beyond this range when it finished (high watermark - end): how far behind
+    lag: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,7 +189,7 @@ class RangeCopier:
 
     def committed(self, target_topic: str, partition: int) -> int | None:
         """The committed next source offset for this partition, or ``None`` if none."""
-        tp = self._progress_consumer().committed([TopicPartition(target_topic, partition)], timeout=30)[0]
+        tp = committed_with_retry(self._progress_consumer(), [TopicPartition(target_topic, partition)], 60)[0]
         if tp.error is not None:
             raise KafkaException(tp.error)
         return tp.offset if tp.offset >= 0 else None
@@ -224,6 +226,8 @@ class RangeCopier:
             latencies = self._run_chunks(spec, producer, source, start, result)
         finally:
             source.unassign()
+        _, high = source.get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=10, cached=False)
+        result.lag = max(0, high - spec.end)
         if latencies:
             latencies.sort()
             result.latency_p50_ms = float(latencies[len(latencies) // 2])
@@ -305,8 +309,13 @@ class RangeCopier:
                 err = msg.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        next_offset, done = end, True  # everything below the LSO is seen
-                        break
+                        # EOF at offset >= end: everything up to the end is seen (what was not
+                        # delivered below it are transaction markers and aborted records). An
+                        # EOF below the end is stale (from before this assignment): go on.
+                        if msg.offset() >= end:
+                            next_offset, done = end, True
+                            break
+                        continue
                     self._abort(producer)
                     raise RuntimeError(f"flow {self.flow.name}: reading {spec.topic}[{partition}] at offset {next_offset}: {err.str()}")
                 off = msg.offset()
@@ -400,16 +409,47 @@ class RangeCopier:
             pass  # the next init_transactions (a new producer) aborts it for certain
 
 
-def read_committed_progress(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> dict[tuple[str, int], dict]:
-    """Every committed progress entry of a flow: (target topic, partition) -> offset + metadata."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka.admin import AdminClient
+def read_committed_progress(cfg: DrConfig, flow: FlowConfig, partitions: list[tuple[str, int]], resolve: SecretResolver | None = None,
+                            timeout: float = 60.0) -> dict[tuple[str, int], dict]:
+    """Committed progress for ``partitions`` ((target topic, partition) pairs): offset + metadata.
 
-    admin = AdminClient(client_config(cfg.cluster(flow.target), resolve))
-    group = progress_group(cfg.internal_prefix, flow.name)
-    fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], require_stable=True)[group]
+    Read with a consumer's ``committed()`` (which waits out a coordinator that is still
+    loading), not with the admin ListConsumerGroupOffsets call: librdkafka 2.16's admin path
+    crashes the process (SIGSEGV in rd_kafka_cgrp_op) on some coordinator errors, which a
+    freshly started cluster answers for a while.
+    """
+    if not partitions:
+        return {}
+    c = Consumer(client_config(cfg.cluster(flow.target), resolve, **{
+        "group.id": progress_group(cfg.internal_prefix, flow.name), "enable.auto.commit": False,
+        "isolation.level": "read_committed"}))
+    try:
+        tps = committed_with_retry(c, [TopicPartition(t, p) for t, p in partitions], timeout)
+    except KafkaException as e:
+        raise RuntimeError(f"flow {flow.name}: reading progress on {flow.target}: {e.args[0].str()}") from None
+    finally:
+        c.close()
     out = {}
-    for tp in fut.result(timeout=30).topic_partitions or []:
+    for tp in tps:
+        if tp.error is not None:
+            raise RuntimeError(f"flow {flow.name}: reading progress of {tp.topic}[{tp.partition}] on {flow.target}: {tp.error.str()}")
         if tp.offset >= 0:
             out[(tp.topic, tp.partition)] = {"next_offset": tp.offset, **decode_metadata(tp.metadata)}
     return out
+
+
+#: Answers of a group coordinator that is moving or still loading: worth waiting for.
+COORDINATOR_BUSY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+
+def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+    """``consumer.committed`` that waits while the coordinator is loading or moving (a cluster
+    just started or restarted), up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.committed(tps, timeout=max(1.0, deadline - time.monotonic()))
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)

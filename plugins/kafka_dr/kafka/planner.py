@@ -14,12 +14,13 @@ import time
 from dataclasses import dataclass
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_config import replicable_configs
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config
+from kafka_dr.kafka.topic_admin import create_topics, describe_topic_configs
 from kafka_dr.kafka.topics import ensure_topic
 
 log = logging.getLogger(__name__)
@@ -103,21 +104,12 @@ class FlowPlanner:
             return
         configs = self._source_configs([r.source_topic for r in missing])
         new_topics = [NewTopic(r.target_topic, num_partitions=r.partitions, replication_factor=-1, config=configs.get(r.source_topic, {})) for r in missing]
-        for name, fut in self.target.create_topics(new_topics, request_timeout=30).items():
-            try:
-                fut.result(timeout=60)
-            except KafkaException as e:
-                if e.args[0].code() != e.args[0].TOPIC_ALREADY_EXISTS:
-                    raise RuntimeError(f"flow {self.flow.name}: creating {self.flow.target}/{name}: {e.args[0].str()}") from None
+        for name, error in create_topics(self.target, new_topics).items():
+            if error is not None and error != "exists":
+                raise RuntimeError(f"flow {self.flow.name}: creating {self.flow.target}/{name}: {error}")
 
     def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
-        out: dict[str, dict[str, str]] = {}
-        futs = self.source.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics], request_timeout=30)
-        for res, fut in futs.items():
-            entries = fut.result(timeout=60)
-            explicit = {k: e.value for k, e in entries.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value and e.value is not None}
-            out[res.name] = replicable_configs(explicit)
-        return out
+        return {t: replicable_configs(explicit) for t, explicit in describe_topic_configs(self.source, topics).items()}
 
     # --- offsets -----------------------------------------------------------------------
 

@@ -280,9 +280,14 @@ class Lab:
 
 
 def _kafka_uuid() -> str:
+    """A Kafka cluster id: URL-safe base64 of a random UUID. Like Kafka's own ``Uuid``, never
+    one starting with '-' (the storage tool would read it as an option)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        s = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not s.startswith("-"):
+            return s
 
 
 def _port_open(port: int) -> bool:

@@ -53,6 +53,11 @@ class JobSummary:
     stopped_by: str = ""
 
 
+#: Failures a restart cannot cure: stop at once instead of backing off.
+PERMANENT = ("ModuleNotFoundError", "ImportError", "ConfigError", "ProgressLost", "TargetTopicMismatch", "RecordRejected",
+             "partitions but", " refuses ", " refused ", "no flow named")
+
+
 def metrics_topic(internal_prefix: str) -> str:
     return f"{internal_prefix}.metrics"
 
@@ -71,8 +76,26 @@ class _Stop:
         return bool(self.reason)
 
 
-def run_flow(opts: JobOptions, spark=None) -> JobSummary:
+def spark_session(cfg, app_name: str, master: str | None = None):
+    """A Spark session for replication: the config's Spark settings, Python workers on this
+    interpreter (so they import this package), quiet console."""
     from pyspark.sql import SparkSession
+
+    # Spark starts Python workers (data-source planners included) with $PYSPARK_PYTHON, read
+    # when the JVM starts; the spark.pyspark.python setting does not reach all of them.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for k, v in {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false",
+                 "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable, **dict(cfg.spark.conf)}.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def run_flow(opts: JobOptions, spark=None) -> JobSummary:
 
     from kafka_dr.core.config import FlowMode
     from kafka_dr.core.config_load import load_config
@@ -90,14 +113,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     max_duration = opts.max_duration_seconds or flow.max_duration_seconds
 
     if spark is None:
-        builder = SparkSession.builder.appName(f"kafka-dr-{flow.name}")
-        if opts.master:
-            builder = builder.master(opts.master)
-        for k, v in {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false",
-                     "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable, **dict(cfg.spark.conf)}.items():
-            builder = builder.config(k, v)
-        spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel("WARN")
+        spark = spark_session(cfg, f"kafka-dr-{flow.name}", opts.master)
     spark.dataSource.register(ReplicationSource)
 
     target = cfg.cluster(flow.target)
@@ -152,6 +168,8 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 shutil.rmtree(checkpoint, ignore_errors=True)
             summary.restarts += 1
             reason = failure_reason(error, flow.name)
+            if any(kind in reason for kind in PERMANENT):
+                raise RuntimeError(f"flow {flow.name}: stopped: {reason}")
             if summary.restarts > opts.max_restarts or stop.requested() or (deadline and time.monotonic() > deadline):
                 raise RuntimeError(f"flow {flow.name}: giving up after {summary.restarts} failed run(s); last error: {reason}")
             log.error("flow %s: query failed (%s); restart %d/%d in %.0fs", flow.name, reason, summary.restarts, opts.max_restarts, backoff)

@@ -27,7 +27,7 @@ SCHEMA = (
     "flow string, topic string, partition int, target_topic string, planned_start long, start long, end long, "
     "read long, written long, filtered long, bytes long, lost_to_retention long, first_target_offset long, "
     "last_target_offset long, latency_p50_ms double, latency_p99_ms double, transactions int, seconds double, "
-    "dead_lettered long"
+    "dead_lettered long, lag long"
 )
 FIELDS = [f.strip().split(" ")[0] for f in SCHEMA.split(",")]
 
@@ -50,6 +50,26 @@ def _resolver():
     return env_resolver()
 
 
+def _plain_errors(fn):
+    """Re-raise any failure as a plain ``RuntimeError`` carrying its message.
+
+    Spark ships a data-source exception back to the JVM by pickling it; confluent-kafka's
+    ``KafkaException`` wraps a C ``KafkaError`` that does not survive that, and the Python
+    runner then dies with nothing but an EOFException on the JVM side."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - re-raised with its message
+            if type(e).__module__.startswith(("confluent_kafka", "cimpl")):
+                raise RuntimeError(f"{type(e).__name__}: {e}") from None
+            raise
+
+    return wrapper
+
+
 class RangePartition(InputPartition):
     def __init__(self, topic: str, partition: int, start: int, end: int, target_topic: str) -> None:
         self.topic, self.partition, self.start, self.end, self.target_topic = topic, partition, start, end, target_topic
@@ -68,12 +88,14 @@ class ReplicationStreamReader(DataSourceStreamReader):
             self._planner = FlowPlanner(cfg, flow, _resolver())
         return self._planner
 
+    @_plain_errors
     def initialOffset(self) -> dict:
         from kafka_dr.kafka.copier import read_committed_progress
 
         planner = self._plan()
         offsets = planner.earliest()
-        by_target = read_committed_progress(planner.cfg, planner.flow, _resolver())
+        wanted = [(planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts]
+        by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver())
         for topic, parts in offsets.items():
             target = planner.target_topic(topic)
             for p in parts:
@@ -82,6 +104,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
                     parts[p] = max(parts[p], done["next_offset"])
         return offsets
 
+    @_plain_errors
     def latestOffset(self, start: dict, limit) -> dict:
         latest = self._plan().latest()
         # A partition never goes backwards in the plan (a truncated or recreated topic is
@@ -93,6 +116,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
                     parts[p] = prev
         return latest
 
+    @_plain_errors
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         planner = self._plan()
         out = []
@@ -104,6 +128,11 @@ class ReplicationStreamReader(DataSourceStreamReader):
         return out
 
     def read(self, partition: RangePartition) -> Iterator[tuple]:
+        d = self._copy(partition)
+        yield tuple(d[f] for f in FIELDS)
+
+    @_plain_errors
+    def _copy(self, partition: RangePartition) -> dict:
         from kafka_dr.kafka.copier import RangeCopier, RangeSpec
 
         import os
@@ -117,8 +146,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
                                  allow_reset=self.options.get("allow_reset", "false").lower() == "true")
             _copiers[key] = copier
         r = copier.copy(RangeSpec(partition.topic, partition.partition, partition.start, partition.end, partition.target_topic))
-        d = r.to_dict()
-        yield tuple(d[f] for f in FIELDS)
+        return r.to_dict()
 
     def commit(self, end: dict) -> None:
         pass  # progress is committed by the tasks, inside their Kafka transactions
