@@ -1,0 +1,101 @@
+"""``dr_replicate_<flow>``: one DAG per flow, running the Spark replication job.
+
+- ``incremental`` flows run on the flow's ``schedule``: copy what is there, exit.
+- ``continuous`` flows are *supervised*: the DAG runs every
+  ``schedules.replication_supervisor`` with ``max_active_runs=1``, and each run keeps the
+  streaming job alive for ``max_duration_seconds`` (default one hour). While the job lives,
+  no other run starts; when it dies or ends, the next scheduled run starts it again, and it
+  resumes from the progress committed in Kafka.
+
+The job runs through ``SparkSubmitOperator`` (the Spark connection ``spark.connection``:
+``local[*]`` by default, a cluster master by config). Secrets referenced as
+``${airflow:...}`` are resolved at execute time and passed to spark-submit as environment
+variables (never as arguments, never in rendered template fields).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pendulum
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG
+
+from kafka_dr.airflow.dag_config import DEFAULT_ARGS, TAGS
+from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
+
+REPO = Path(__file__).resolve().parents[3]
+APPLICATION = str(REPO / "spark_jobs" / "replicate.py")
+DEFAULT_CONTINUOUS_SECONDS = 3600
+
+
+class ReplicateFlowOperator(SparkSubmitOperator):
+    """spark-submit of ``spark_jobs/replicate.py`` for one flow, with its secrets in the env."""
+
+    def __init__(self, *, config_path: str, flow: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.config_path = config_path
+        self.flow = flow
+
+    def execute(self, context):
+        from kafka_dr.airflow.secret_resolver import airflow_resolver
+        from kafka_dr.core.config_load import load_config
+        from kafka_dr.core.secret_refs import config_refs, ref_env_name
+
+        cfg = load_config(self.config_path)
+        resolve = airflow_resolver()
+        secrets = {}
+        for cluster in cfg.clusters.values():
+            for ref in config_refs(cluster.client):
+                if ref.source == "airflow":
+                    secrets[ref_env_name(ref)] = resolve(ref)
+        self.env_vars = {**(self.env_vars or {}), **secrets}
+        return super().execute(context)
+
+
+def _spark_env() -> dict[str, str]:
+    """Spark's Python workers must be this interpreter (it has the package installed), and
+    spark-submit must find its SPARK_HOME (the pyspark package next to it)."""
+    bin_dir = str(Path(sys.executable).parent)
+    import os
+
+    return {"PYSPARK_PYTHON": sys.executable, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+
+
+def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> DAG:
+    continuous = flow.mode is FlowMode.CONTINUOUS
+    schedule = cfg.schedules.replication_supervisor if continuous else flow.schedule
+    args = ["--config", config_path, "--flow", flow.name, "--mode", flow.mode.value]
+    if continuous:
+        args += ["--max-duration", str(flow.max_duration_seconds or DEFAULT_CONTINUOUS_SECONDS)]
+    with DAG(
+        dag_id=f"dr_replicate_{flow.name}",
+        description=f"Replicate {flow.source} -> {flow.target} ({flow.loop_policy.value}, {flow.mode.value})",
+        schedule=schedule if flow.enabled else None,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=[*TAGS, "replication", f"source:{flow.source}", f"target:{flow.target}"],
+        default_args=DEFAULT_ARGS,
+        is_paused_upon_creation=not flow.enabled,
+        doc_md=__doc__,
+    ) as dag:
+        ReplicateFlowOperator(
+            task_id="replicate",
+            config_path=config_path,
+            flow=flow.name,
+            application=APPLICATION,
+            application_args=args,
+            conn_id=cfg.spark.connection,
+            name=f"kafka-dr-{flow.name}",
+            conf={"spark.ui.showConsoleProgress": "false", **dict(cfg.spark.conf)},
+            env_vars=_spark_env(),
+            retries=3,
+            retry_delay=pendulum.duration(seconds=30),
+        )
+    return dag
+
+
+def build_replication_dags(cfg: DrConfig, config_path: str) -> list[DAG]:
+    return [build_replication_dag(cfg, f, config_path) for f in cfg.flows]
