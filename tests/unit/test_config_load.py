@@ -719,3 +719,21 @@ def test_topic_config_and_preflight_sections():
         assert paths == ["topic_config.exclude[0]", "preflight.exclude_topic"], paths
     else:
         raise AssertionError("bad regex and unknown key must be reported")
+
+
+def test_cluster_connection_supplies_sasl_credentials_as_references():
+    from kafka_dr.core.config_load import parse_config
+    from kafka_dr.core.secret_refs import SecretRef
+
+    cfg = parse_config({
+        "clusters": {
+            "east": {"bootstrap_servers": "a:1", "connection": "kafka_east", "client": {"security.protocol": "SASL_SSL"}},
+            "west": {"bootstrap_servers": "b:1", "connection": "kafka_west", "client": {"sasl.username": "svc"}},
+        },
+        "flows": [],
+    })
+    east = cfg.cluster("east").client
+    assert east["sasl.username"] == SecretRef("airflow", "kafka_east.login")
+    assert east["sasl.password"] == SecretRef("airflow", "kafka_east")
+    assert east["security.protocol"] == "SASL_SSL"
+    assert cfg.cluster("west").client["sasl.username"] == "svc"  # explicit settings win

@@ -325,12 +325,17 @@ def _clusters(ctx: _Ctx, raw: Any) -> dict[str, ClusterConfig]:
         if "bootstrap_servers" in c and isinstance(c["bootstrap_servers"], (str, type(None))) and not (bootstrap or "").strip():
             ctx.err(f"{path}.bootstrap_servers", "must not be empty", "host:port[,host:port...]")
         client = _client_settings(ctx, c.get("client"), f"{path}.client")
+        connection = ctx.typed(c.get("connection"), f"{path}.connection", str)
+        if connection:
+            # sugar: the SASL credentials come from the Airflow connection unless set here
+            client.setdefault("sasl.username", SecretRef("airflow", f"{connection}.login"))
+            client.setdefault("sasl.password", SecretRef("airflow", connection))
         sr = ctx.mapping(c.get("schema_registry"), f"{path}.schema_registry", {"url", "topic"})
         out[name] = ClusterConfig(
             name=name,
             bootstrap_servers=(bootstrap or "").strip(),
             client=MappingProxyType(client),
-            connection=ctx.typed(c.get("connection"), f"{path}.connection", str),
+            connection=connection,
             cluster_id=ctx.typed(c.get("cluster_id"), f"{path}.cluster_id", str),
             schema_registry=SchemaRegistryConfig(
                 url=ctx.typed(sr.get("url"), f"{path}.schema_registry.url", str),
