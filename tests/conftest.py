@@ -12,6 +12,8 @@ before any test module imports Airflow.
 from __future__ import annotations
 
 import atexit
+import gc
+import logging
 import os
 import subprocess
 import sys
@@ -51,6 +53,9 @@ def lab():
         nonlocal stopped
         if not stopped:
             stopped = True
+            # Destroy the Kafka clients tests left unreferenced while the brokers still
+            # answer; otherwise they log connection-refused lines after pytest's summary.
+            gc.collect()
             lab.down(wipe=True)
 
     atexit.register(stop)  # even if pytest is interrupted
@@ -91,6 +96,10 @@ def lab3():
         yield lab
     finally:
         lab.down(wipe=True)
+
+
+# py4j logs at INFO from __del__ during interpreter shutdown, after logging's streams closed
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,27 @@ TAGS = ["kafka-dr"]
 DEFAULT_ARGS = {"owner": "kafka-dr", "retries": 2}
 
 
+def kafka_dr_dag(dag_id: str, description: str, schedule: str | None, doc_md: str | None, tags: tuple[str, ...] = (),
+                 default_args: dict | None = None, **kwargs):
+    """A kafka-dr DAG with the house settings: tagged ``kafka-dr``, retries by default, no
+    catch-up, one run at a time (every kafka-dr DAG is idempotent but not concurrent-safe)."""
+    import pendulum
+    from airflow.sdk import DAG
+
+    return DAG(
+        dag_id=dag_id,
+        description=description,
+        schedule=schedule,
+        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        tags=[*TAGS, *tags],
+        default_args={**DEFAULT_ARGS, **(default_args or {})},
+        doc_md=doc_md,
+        **kwargs,
+    )
+
+
 def config_path() -> Path:
     raw = os.environ.get("KAFKA_DR_CONFIG")
     if not raw:

@@ -7,10 +7,9 @@ A check per cluster: metadata answers within the timeout, and when the config pi
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import DEFAULT_ARGS, TAGS
+from kafka_dr.airflow.dag_config import kafka_dr_dag
 from kafka_dr.core.config import DrConfig
 
 
@@ -30,17 +29,7 @@ def check_cluster(cfg: DrConfig, name: str) -> dict:
 
 
 def build_cluster_health_dag(cfg: DrConfig) -> DAG:
-    with DAG(
-        dag_id="dr_cluster_health",
-        description="Every configured Kafka cluster answers and has the expected cluster id",
-        schedule=cfg.schedules.cluster_health,
-        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-        catchup=False,
-        max_active_runs=1,
-        tags=TAGS,
-        default_args=DEFAULT_ARGS,
-        doc_md=__doc__,
-    ) as dag:
+    with kafka_dr_dag("dr_cluster_health", "Every configured Kafka cluster answers and has the expected cluster id", cfg.schedules.cluster_health, __doc__) as dag:
         for name in cfg.clusters:
 
             @task(task_id=f"check_{name}", retries=1)

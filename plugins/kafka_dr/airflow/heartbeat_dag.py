@@ -12,7 +12,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import DEFAULT_ARGS, TAGS
+from kafka_dr.airflow.dag_config import kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig
 
@@ -56,17 +56,7 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
 
 
 def build_heartbeat_dag(cfg: DrConfig) -> DAG:
-    with DAG(
-        dag_id="dr_heartbeat",
-        description="Heartbeats on every cluster; replication latency per flow",
-        schedule=cfg.schedules.heartbeat,
-        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-        catchup=False,
-        max_active_runs=1,
-        tags=[*TAGS, "monitoring"],
-        default_args={**DEFAULT_ARGS, "retries": 1, "retry_delay": pendulum.duration(seconds=10)},
-        doc_md=__doc__,
-    ) as dag:
+    with kafka_dr_dag("dr_heartbeat", "Heartbeats on every cluster; replication latency per flow", cfg.schedules.heartbeat, __doc__, tags=("monitoring",), default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=10)}) as dag:
         emits = []
         for name in cfg.clusters:
 

@@ -7,7 +7,8 @@
   no other run starts; when it dies or ends, the next scheduled run starts it again, and it
   resumes from the progress committed in Kafka.
 
-The job runs through ``SparkSubmitOperator`` (the Spark connection ``spark.connection``:
+A ``preflight`` task first checks the topology's rules (:mod:`kafka_dr.core.preflight`); a
+violation stops the run before Spark starts. The job runs through ``SparkSubmitOperator`` (the Spark connection ``spark.connection``:
 ``local[*]`` by default, a cluster master by config). Secrets referenced as
 ``${airflow:...}`` are resolved at execute time and passed to spark-submit as environment
 variables (never as arguments, never in rendered template fields).
@@ -20,9 +21,9 @@ from pathlib import Path
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import DEFAULT_ARGS, TAGS
+from kafka_dr.airflow.dag_config import kafka_dr_dag
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 
 REPO = Path(__file__).resolve().parents[3]
@@ -69,19 +70,24 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
     args = ["--config", config_path, "--flow", flow.name, "--mode", flow.mode.value]
     if continuous:
         args += ["--max-duration", str(flow.max_duration_seconds or DEFAULT_CONTINUOUS_SECONDS)]
-    with DAG(
-        dag_id=f"dr_replicate_{flow.name}",
-        description=f"Replicate {flow.source} -> {flow.target} ({flow.loop_policy.value}, {flow.mode.value})",
-        schedule=schedule if flow.enabled else None,
-        start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-        catchup=False,
-        max_active_runs=1,
-        tags=[*TAGS, "replication", f"source:{flow.source}", f"target:{flow.target}"],
-        default_args=DEFAULT_ARGS,
+    with kafka_dr_dag(
+        f"dr_replicate_{flow.name}",
+        f"Replicate {flow.source} -> {flow.target} ({flow.loop_policy.value}, {flow.mode.value})",
+        schedule if flow.enabled else None,
+        __doc__,
+        tags=("replication", f"source:{flow.source}", f"target:{flow.target}"),
         is_paused_upon_creation=not flow.enabled,
-        doc_md=__doc__,
     ) as dag:
-        ReplicateFlowOperator(
+
+        @task(task_id="preflight")
+        def preflight() -> dict:
+            """The topology's pre-flight rules must hold before any flow starts."""
+            from kafka_dr.airflow.preflight_dag import preflight_or_fail
+            from kafka_dr.airflow.secret_resolver import airflow_resolver
+
+            return preflight_or_fail(cfg, airflow_resolver())
+
+        preflight() >> ReplicateFlowOperator(
             task_id="replicate",
             config_path=config_path,
             flow=flow.name,

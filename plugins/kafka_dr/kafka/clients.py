@@ -6,6 +6,7 @@ name the cluster and the reference, never a value. ``describe`` gives a log-safe
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer
@@ -16,6 +17,10 @@ from kafka_dr.core.secret_refs import SecretRef, env_resolver, mask_config
 
 SecretResolver = Callable[[SecretRef], str]
 
+#: librdkafka's own log lines go to Python logging under this name (served when a client
+#: polls), so they land in task and job logs with everything else instead of raw stderr.
+LIBRDKAFKA_LOG = logging.getLogger("kafka_dr.librdkafka")
+
 
 class ClusterUnreachable(RuntimeError):
     """A cluster did not answer within the time allowed."""
@@ -24,7 +29,7 @@ class ClusterUnreachable(RuntimeError):
 def client_config(cluster: ClusterConfig, resolve: SecretResolver | None = None, **overrides: Any) -> dict[str, Any]:
     """The librdkafka settings for ``cluster`` with secrets resolved."""
     resolve = resolve or env_resolver()
-    conf: dict[str, Any] = {"bootstrap.servers": cluster.bootstrap_servers}
+    conf: dict[str, Any] = {"bootstrap.servers": cluster.bootstrap_servers, "logger": LIBRDKAFKA_LOG}
     for key, value in cluster.client.items():
         if isinstance(value, SecretRef):
             try:

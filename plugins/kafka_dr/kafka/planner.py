@@ -109,7 +109,8 @@ class FlowPlanner:
                 raise RuntimeError(f"flow {self.flow.name}: creating {self.flow.target}/{name}: {error}")
 
     def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
-        return {t: replicable_configs(explicit) for t, explicit in describe_topic_configs(self.source, topics).items()}
+        excludes = self.cfg.topic_config.exclude
+        return {t: replicable_configs(explicit, excludes) for t, explicit in describe_topic_configs(self.source, topics).items()}
 
     # --- offsets -----------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 log = logging.getLogger("kafka_dr.replicate")
@@ -51,6 +51,7 @@ class JobSummary:
     records_filtered: int = 0
     restarts: int = 0
     stopped_by: str = ""
+    written_by_topic: dict = field(default_factory=dict)
 
 
 #: Failures a restart cannot cure: stop at once instead of backing off.
@@ -132,6 +133,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             log.info("kafka_dr.metrics %s", line)
             metrics_producer.produce(mtopic, key=flow.name.encode(), value=line.encode())
             summary.records_written += d["written"] or 0
+            summary.written_by_topic[d["topic"]] = summary.written_by_topic.get(d["topic"], 0) + (d["written"] or 0)
             summary.records_filtered += d["filtered"] or 0
         metrics_producer.flush(30)
         summary.batches += 1
