@@ -79,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     af.add_argument("--home", type=Path, default=None, help="AIRFLOW_HOME (default: <lab>/airflow)")
     rep = sub.add_parser("replicate", help="run one flow's replication job here (local Spark); spark-submit spark_jobs/replicate.py for a cluster")
     rep.add_argument("rest", nargs=argparse.REMAINDER, help="--flow NAME [--config PATH] [--mode incremental|continuous] ... (see kafka-dr replicate --help)")
+    fo = sub.add_parser("failover", help="fail over from a failed cluster to a survivor (the dr_failover DAG's steps)")
+    fo.add_argument("--from", dest="failed", required=True, help="the failed cluster")
+    fo.add_argument("--to", dest="survivor", required=True, help="the surviving cluster")
+    fo.add_argument("--groups", default=".*", help="consumer groups to move (regex, default all)")
+    fo.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
+    fo.add_argument("--force", action="store_true", help="even if the failed cluster still answers")
+    fo.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -110,6 +117,22 @@ def main(argv: list[str] | None = None) -> int:
             if "--master" not in rest:
                 rest = [*rest, "--master", "local[*]"]
             return replicate_main(rest)
+        if args.cmd == "failover":
+            import json
+            import os
+
+            from kafka_dr.kafka.failover import FailoverRefused, format_summary, run_failover
+            from kafka_dr.lab.lab import Lab
+
+            path = args.config or Path(os.environ.get("KAFKA_DR_CONFIG") or Lab().config_file)
+            try:
+                summary = run_failover(load_config(path), args.failed, args.survivor, args.groups, args.dry_run, args.force)
+            except FailoverRefused as e:
+                print(f"kafka-dr failover: refused: {e}", file=sys.stderr)
+                return 1
+            print(format_summary(summary))
+            print(json.dumps(summary, default=str))
+            return 0
         if args.cmd == "demo":
             from kafka_dr.demo import run_demo
 

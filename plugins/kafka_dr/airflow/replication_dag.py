@@ -81,11 +81,19 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
 
         @task(task_id="preflight")
         def preflight() -> dict:
-            """The topology's pre-flight rules must hold before any flow starts."""
+            """Skip while the flow's source is failed over (``dr_failover`` stopped it); else the
+            topology's pre-flight rules must hold before the flow starts."""
+            from airflow.sdk.exceptions import AirflowSkipException
+
             from kafka_dr.airflow.preflight_dag import preflight_or_fail
             from kafka_dr.airflow.secret_resolver import airflow_resolver
+            from kafka_dr.kafka.state_store import read_state
 
-            return preflight_or_fail(cfg, airflow_resolver())
+            resolve = airflow_resolver()
+            state = read_state(cfg, resolve, skip=(flow.source,))
+            if state.flow_stopped(flow.source):
+                raise AirflowSkipException(f"{flow.source} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback")
+            return preflight_or_fail(cfg, resolve)
 
         preflight() >> ReplicateFlowOperator(
             task_id="replicate",

@@ -1,0 +1,6 @@
+"""The failover DAG (triggered from the UI), built from the kafka-dr config ($KAFKA_DR_CONFIG)."""
+
+from kafka_dr.airflow.dag_config import dag_config
+from kafka_dr.airflow.failover_dag import build_failover_dag
+
+dag = build_failover_dag(dag_config())

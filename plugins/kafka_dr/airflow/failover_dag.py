@@ -1,0 +1,116 @@
+"""``dr_failover``: move consumers and the product's "active cluster" from a failed cluster to
+a survivor. Triggered from the Airflow UI (a form), never scheduled.
+
+Steps (each a task, each safe to re-run; see :mod:`kafka_dr.kafka.failover`):
+confirm the failed cluster is down (or ``force``) -> stop the flows that read from it ->
+translate and commit the consumer groups' offsets on the survivor -> recovery-point report ->
+record the survivor as active cluster and schema-registry primary -> summary (log, XCom,
+notification). ``dry_run`` (the default) changes nothing and reports what would happen.
+
+The CLI twin is ``kafka-dr failover --from east --to west [--dry-run]``.
+"""
+
+from __future__ import annotations
+
+from airflow.sdk import DAG, Param, task
+
+from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.notifier import failure_callbacks
+from kafka_dr.core.config import DrConfig
+
+
+def failover_params(cfg: DrConfig) -> dict:
+    names = list(cfg.clusters)
+    return {
+        "failed_cluster": Param(names[0], type="string", enum=names, title="Failed cluster",
+                                description="The cluster that is down; its consumers move away from it.", section="Clusters"),
+        "surviving_cluster": Param(names[1] if len(names) > 1 else names[0], type="string", enum=names, title="Surviving cluster",
+                                   description="Where consumers resume; becomes the active cluster.", section="Clusters"),
+        "consumer_groups": Param(".*", type="string", title="Consumer groups (regex)",
+                                 description="Which consumer groups to move (full-match regular expression).", section="Consumers"),
+        "dry_run": Param(True, type="boolean", title="Dry run",
+                         description="Report what would happen and change nothing.", section="Safety"),
+        "force": Param(False, type="boolean", title="Force",
+                       description="Fail over even though the failed cluster still answers (stop its producers first!).", section="Safety"),
+    }
+
+
+def build_failover_dag(cfg: DrConfig) -> DAG:
+    alerts = failure_callbacks(cfg.alerts)
+    with kafka_dr_dag("dr_failover", "Fail over from a failed cluster to a survivor (triggered, with a form)", None, __doc__,
+                      tags=("failover",), params=failover_params(cfg), render_template_as_native_obj=True) as dag:
+
+        def _args(context) -> tuple[str, str, bool]:
+            p = context["params"]
+            return p["failed_cluster"], p["surviving_cluster"], bool(p["dry_run"])
+
+        def _resolve():
+            from kafka_dr.airflow.secret_resolver import airflow_resolver
+
+            return airflow_resolver()
+
+        @task(task_id="confirm_failed_cluster_down", retries=1)
+        def confirm(**context) -> dict:
+            from kafka_dr.kafka.failover import confirm_down
+
+            failed, survivor, _ = _args(context)
+            return confirm_down(cfg, failed, survivor, bool(context["params"]["force"]), _resolve())
+
+        @task(task_id="stop_flows_from_failed", retries=1)
+        def stop(**context) -> dict:
+            from kafka_dr.kafka.failover import stop_flows
+
+            return stop_flows(cfg, *_args(context), _resolve())
+
+        @task(task_id="move_consumer_groups", retries=1)
+        def groups(**context) -> list:
+            from kafka_dr.kafka.failover import move_consumer_groups
+
+            failed, survivor, dry = _args(context)
+            return move_consumer_groups(cfg, failed, survivor, context["params"]["consumer_groups"], dry, _resolve())
+
+        @task(task_id="rpo_report", retries=1)
+        def rpo(**context) -> dict:
+            from kafka_dr.kafka.failover import rpo_report
+
+            failed, survivor, _ = _args(context)
+            return rpo_report(cfg, failed, survivor, _resolve())
+
+        @task(task_id="record_active_cluster", retries=1)
+        def record(rpo_result: dict, **context) -> dict:
+            from kafka_dr.kafka.failover import record_active
+
+            failed, survivor, dry = _args(context)
+            missing = sum(f["missing_records_at_least"] for f in rpo_result["flows"].values())
+            return record_active(cfg, failed, survivor, dry, {"missing_records_at_least": missing}, _resolve())
+
+        @task(task_id="summary", retries=1, on_failure_callback=alerts)
+        def summarize(confirmed: dict, stopped: dict, moved: list, rpo_result: dict, recorded: dict, **context) -> dict:
+            import logging
+
+            from kafka_dr.kafka.failover import format_summary
+
+            failed, survivor, dry = _args(context)
+            summary = {"failed": failed, "survivor": survivor, "dry_run": dry, "confirm_down": confirmed, "stop_flows": stopped,
+                       "consumer_groups": moved, "rpo": rpo_result, "record_active": recorded,
+                       "missing_records_at_least": sum(f["missing_records_at_least"] for f in rpo_result["flows"].values())}
+            text = format_summary(summary)
+            logging.getLogger("kafka_dr.failover").info("%s", text)
+            if cfg.alerts.webhook or cfg.alerts.email:
+                from kafka_dr.airflow.notifier import send_email, send_webhook
+
+                subject = f"[kafka-dr] failover {failed} -> {survivor}{' (dry run)' if dry else ''}"
+                if cfg.alerts.webhook:
+                    send_webhook(cfg.alerts.webhook.url, {"source": "kafka-dr", "event": "failover", "summary": summary})
+                if cfg.alerts.email:
+                    send_email(cfg.alerts, subject, text)
+            return summary
+
+        c = confirm()
+        s = stop()
+        g = groups()
+        r = rpo()
+        a = record(r)
+        c >> s >> g >> r
+        summarize(c, s, g, r, a)
+    return dag

@@ -1,0 +1,153 @@
+"""Failover from a failed cluster to a survivor, step by step; each step idempotent.
+
+The ``dr_failover`` DAG runs these steps as tasks and ``kafka-dr failover`` runs them in a
+row (the same code). With ``dry_run`` every step computes and reports what it would do and
+writes nothing.
+
+1. :func:`confirm_down`: the failed cluster must not answer (unless ``force``).
+2. :func:`stop_flows`: the flows reading from it are stopped (the failed cluster is recorded
+   in the product state; replication DAGs skip flows whose source is failed).
+3. :func:`move_consumer_groups`: each group's last known position on the failed cluster is
+   translated exactly onto the survivor and committed there (only for groups with no active
+   members on the survivor, never backwards).
+4. :func:`rpo_report`: per topic-partition, what the survivor is known to miss.
+5. :func:`record_active`: the survivor becomes the active cluster and the schema-registry
+   primary in the product state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from kafka_dr.core.config import DrConfig
+from kafka_dr.core.failover import last_known_ends, rpo_entry, rpo_seconds
+from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.state_store import reachable, read_state, write_state
+
+
+class FailoverRefused(RuntimeError):
+    """A precondition of the failover does not hold; nothing was changed."""
+
+
+def check_clusters(cfg: DrConfig, failed: str, survivor: str) -> None:
+    known = ", ".join(cfg.clusters)
+    for role, name in (("failed", failed), ("surviving", survivor)):
+        if name not in cfg.clusters:
+            raise FailoverRefused(f"unknown {role} cluster {name!r} (known: {known})")
+    if failed == survivor:
+        raise FailoverRefused(f"the failed and the surviving cluster are both {failed!r}")
+
+
+def confirm_down(cfg: DrConfig, failed: str, survivor: str, force: bool, resolve: SecretResolver | None = None) -> dict:
+    check_clusters(cfg, failed, survivor)
+    if not reachable(cfg, survivor, resolve):
+        raise FailoverRefused(f"the surviving cluster {survivor!r} ({cfg.cluster(survivor).bootstrap_servers}) does not answer either")
+    up = reachable(cfg, failed, resolve)
+    if up and not force:
+        raise FailoverRefused(
+            f"cluster {failed!r} ({cfg.cluster(failed).bootstrap_servers}) still answers; failing over from a live cluster "
+            f"splits writes between two actives. Stop its producers first, or trigger again with force"
+        )
+    return {"failed": failed, "failed_answers": up, "forced": bool(up and force)}
+
+
+def stop_flows(cfg: DrConfig, failed: str, survivor: str, dry_run: bool, resolve: SecretResolver | None = None) -> dict:
+    flows = [f.name for f in cfg.flows if f.source == failed]
+    state = read_state(cfg, resolve, skip=(failed,))
+    if failed in state.failed_clusters:
+        return {"stopped_flows": flows, "state": "already recorded", "version": state.version}
+    if dry_run:
+        return {"stopped_flows": flows, "state": "would record", "version": state.version}
+    from dataclasses import replace
+
+    new = replace(state, version=state.version + 1, failed_clusters=tuple(sorted({*state.failed_clusters, failed})))
+    return {"stopped_flows": flows, "state": write_state(cfg, new, resolve, skip=(failed,)), "version": new.version}
+
+
+def move_consumer_groups(cfg: DrConfig, failed: str, survivor: str, groups: str, dry_run: bool,
+                         resolve: SecretResolver | None = None) -> list[dict]:
+    """Translate and commit every matching group's offsets of the flows ``failed -> survivor``."""
+    from kafka_dr.kafka.group_failover import move_groups
+
+    pattern = re.compile(groups or ".*")
+    out: list[dict] = []
+    for flow in cfg.flows:
+        if flow.source == failed and flow.target == survivor:
+            out += move_groups(cfg, flow, pattern, dry_run, resolve)
+    return out
+
+
+def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolver | None = None, now_ms: int | None = None) -> dict:
+    from kafka_dr.kafka.copier import read_committed_progress
+    from kafka_dr.kafka.heartbeats import measure
+    from kafka_dr.kafka.reading import read_partitions
+    from kafka_dr.kafka import clients
+    from kafka_dr.spark.job import metrics_topic
+
+    now = now_ms if now_ms is not None else int(time.time() * 1000)
+    target = cfg.cluster(survivor)
+    rows: list[dict] = []
+    c = clients.consumer(target, f"{cfg.internal_prefix}.failover-reader", resolve)
+    try:
+        topic = metrics_topic(cfg.internal_prefix)
+        if topic in c.list_topics(timeout=10).topics:
+            rows = [json.loads(r.value) for r in read_partitions(c, topic, [0], timeout=60) if r.value]
+    finally:
+        c.close()
+    report = {"failed": failed, "survivor": survivor, "flows": {}}
+    for flow in cfg.flows:
+        if flow.source != failed or flow.target != survivor:
+            continue
+        ends = last_known_ends(rows, flow.name)
+        targets = {k: (r.get("target_topic") or k[0]) for r in rows for k in [(r.get("topic"), r.get("partition"))] if r.get("flow") == flow.name}
+        progress = read_committed_progress(cfg, flow, [(targets[k], k[1]) for k in ends], resolve) if ends else {}
+        entries = [rpo_entry(flow.name, t, p, progress.get((targets[(t, p)], p), {}).get("next_offset"), end).to_dict()
+                   for (t, p), end in sorted(ends.items())]
+        hb = measure(cfg, flow, resolve, now_ms=now)
+        report["flows"][flow.name] = {
+            "partitions": entries,
+            "missing_records_at_least": sum(e["missing_at_least"] or 0 for e in entries),
+            "rpo_seconds_at_most": rpo_seconds(now, hb.newest_emitted_ms),
+        }
+    return report
+
+
+def record_active(cfg: DrConfig, failed: str, survivor: str, dry_run: bool, summary: dict, resolve: SecretResolver | None = None) -> dict:
+    state = read_state(cfg, resolve, skip=(failed,))
+    if state.active_cluster == survivor and state.schema_primary == survivor and failed in state.failed_clusters:
+        return {"active_cluster": survivor, "state": "already recorded", "version": state.version}
+    event = {"kind": "failover", "failed": failed, "survivor": survivor, "at_ms": int(time.time() * 1000),
+             "missing_records_at_least": summary.get("missing_records_at_least")}
+    new = state.after_failover(failed, survivor, event)
+    if dry_run:
+        return {"active_cluster": survivor, "state": "would record", "version": new.version}
+    return {"active_cluster": survivor, "state": write_state(cfg, new, resolve, skip=(failed,)), "version": new.version}
+
+
+def run_failover(cfg: DrConfig, failed: str, survivor: str, groups: str = ".*", dry_run: bool = True, force: bool = False,
+                 resolve: SecretResolver | None = None) -> dict:
+    """Every step in order; the CLI twin of the DAG. Returns the summary."""
+    summary: dict = {"failed": failed, "survivor": survivor, "dry_run": dry_run}
+    summary["confirm_down"] = confirm_down(cfg, failed, survivor, force, resolve)
+    summary["stop_flows"] = stop_flows(cfg, failed, survivor, dry_run, resolve)
+    summary["consumer_groups"] = move_consumer_groups(cfg, failed, survivor, groups, dry_run, resolve)
+    rpo = rpo_report(cfg, failed, survivor, resolve)
+    summary["rpo"] = rpo
+    summary["missing_records_at_least"] = sum(f["missing_records_at_least"] for f in rpo["flows"].values())
+    summary["record_active"] = record_active(cfg, failed, survivor, dry_run, summary, resolve)
+    return summary
+
+
+def format_summary(summary: dict) -> str:
+    lines = [f"failover {summary['failed']} -> {summary['survivor']}{' (DRY RUN: nothing changed)' if summary.get('dry_run') else ''}"]
+    for g in summary.get("consumer_groups", []):
+        lines.append(f"  group {g.get('group')} {g.get('topic')}[{g.get('partition')}]: {g.get('action')} "
+                     f"-> offset {g.get('target_offset')} ({g.get('status')}{': ' + g['reason'] if g.get('reason') else ''})")
+    for name, f in summary.get("rpo", {}).get("flows", {}).items():
+        secs = f.get("rpo_seconds_at_most")
+        lines.append(f"  {name}: at least {f['missing_records_at_least']} record(s) not replicated; "
+                     f"RPO window at most {'unknown' if secs is None else f'{secs:.0f}s'}")
+    lines.append(f"  active cluster: {summary.get('record_active', {}).get('active_cluster')}")
+    return "\n".join(lines)

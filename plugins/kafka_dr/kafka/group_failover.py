@@ -1,0 +1,92 @@
+"""Move consumer groups onto the survivor during a failover, with the source cluster gone.
+
+The groups' last positions on the failed cluster are the source offsets that
+``dr_offset_sync`` recorded on the survivor (``<prefix>.offset-sync``). They are translated
+again *now*, against what the survivor holds at failover time (exact, by provenance), and
+committed with the same rules as the periodic sync: only groups with no active member on the
+survivor, never backwards. A consumer that committed after the last sync run re-reads what it
+consumed since (the sync runs every minute by default).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from confluent_kafka import KafkaException, TopicPartition
+
+from kafka_dr.core import offsets as core
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.loop import router_for
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.copier import committed_with_retry
+from kafka_dr.kafka.offset_translation import _group_state, last_synced_offsets, offset_sync_topic, translate_group
+from kafka_dr.kafka.reading import read_partitions
+from kafka_dr.kafka.topics import partition_count
+
+
+def synced_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:
+    """Groups of ``flow`` that have positions recorded on its target."""
+    topic = offset_sync_topic(cfg.internal_prefix)
+    tgt = cfg.cluster(flow.target)
+    admin = clients.admin(tgt, resolve)
+    n = partition_count(admin, topic)
+    if n is None:
+        return []
+    c = clients.consumer(tgt, f"{cfg.internal_prefix}.failover-reader", resolve)
+    try:
+        records = read_partitions(c, topic, list(range(n)), timeout=60)
+    finally:
+        c.close()
+    groups = set()
+    for r in records:
+        try:
+            k = json.loads(r.key or b"")
+        except ValueError:
+            continue
+        if isinstance(k, list) and len(k) == 4 and k[0] == flow.name:
+            groups.add(str(k[1]))
+    return sorted(groups)
+
+
+def move_groups(cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: bool, resolve: SecretResolver | None = None) -> list[dict]:
+    tgt = cfg.cluster(flow.target)
+    admin = clients.admin(tgt, resolve)
+    report: list[dict] = []
+    for group in synced_groups(cfg, flow, resolve):
+        if not pattern.fullmatch(group):
+            continue
+        router = router_for(cfg, flow)
+        # positions on topics the flow no longer replicates (config changed since) are left alone
+        source_offsets = {k: v for k, v in last_synced_offsets(cfg, flow, group, resolve).items() if router.target_topic(k[0])}
+        if not source_offsets:
+            continue
+        translations = translate_group(cfg, flow, group, resolve, source_offsets=source_offsets)
+        state = _group_state(admin, group, flow.target)
+        c = clients.consumer(tgt, group, resolve)
+        try:
+            current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in committed_with_retry(
+                c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)}
+            rows, commit = [], []
+            for t in translations:
+                now_at = current.get((t.target_topic, t.partition))
+                ok, why = core.commit_decision(t, now_at, state)
+                if not ok and t.target_offset is not None and now_at == t.target_offset:
+                    why = "already there"
+                if ok and dry_run:
+                    why = "would commit"
+                rows.append((t, ok and not dry_run, why))
+                if ok and not dry_run:
+                    commit.append(TopicPartition(t.target_topic, t.partition, t.target_offset))
+            if commit:
+                try:
+                    c.commit(offsets=commit, asynchronous=False)
+                except KafkaException as e:
+                    why = f"commit refused by {flow.target}: {e.args[0].str()}"
+                    rows = [(t, False, why if ok else w) for t, ok, w in rows]
+        finally:
+            c.close()
+        for t, ok, why in rows:
+            report.append({"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state})
+    return report

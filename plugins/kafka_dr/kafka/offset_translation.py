@@ -1,0 +1,396 @@
+"""Consumer offset translation and group-offset sync against real clusters.
+
+Translation (``translate_group``, ``translate_offset``): for each source topic-partition the
+group committed, a binary search over the target partition reads single records (seek +
+consume, forward past local and other-origin records) to find the first replicated record of
+this origin with origin offset >= the committed offset; ``kafka_dr.core.offsets`` decides the
+result from what was found, the flow's progress and the partitions' ranges. Cost per
+partition: about log2(records) short reads, plus the runs of local records skipped.
+
+When the source is down (failover), its committed offsets cannot be read: pass
+``source_offsets`` explicitly, e.g. from :func:`last_synced_offsets`, which reads what
+:func:`sync_group_offsets` recorded on the target in ``<internal_prefix>.offset-sync``.
+
+Sync (``sync_group_offsets``, MirrorMaker 2's ``sync.group.offsets.enabled``): every source
+group that the allow/deny regexes select is translated and committed on the target under the
+same group id, only while the group has no active member there, never backwards. Committed
+offsets are read with ``Consumer.committed`` (never the admin ListConsumerGroupOffsets, which
+crashes librdkafka 2.16 while a coordinator loads).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Iterable
+
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from kafka_dr.core import offsets as core
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.loop import router_for
+from kafka_dr.core.offsets import Hit, Translation
+from kafka_dr.core.provenance import Provenance, origin_cluster
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.copier import committed_with_retry, read_committed_progress
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = 30.0
+SOURCE_PROBE_TIMEOUT = 5.0
+
+
+def offset_sync_topic(internal_prefix: str) -> str:
+    return f"{internal_prefix}.offset-sync"
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def _list_offsets(admin, tps: list[TopicPartition], spec, where: str) -> dict[tuple[str, int], int]:
+    if not tps:
+        return {}
+    futs = admin.list_offsets({tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
+    out = {}
+    for tp, fut in futs.items():
+        try:
+            out[(tp.topic, tp.partition)] = fut.result(timeout=TIMEOUT).offset
+        except KafkaException as e:
+            raise RuntimeError(f"listing offsets of {where}/{tp.topic}[{tp.partition}]: {e.args[0].str()}") from None
+    return out
+
+
+def _ranges(admin, tps: list[TopicPartition], where: str) -> dict[tuple[str, int], tuple[int, int]]:
+    low = _list_offsets(admin, tps, OffsetSpec.earliest(), where)
+    high = _list_offsets(admin, tps, OffsetSpec.latest(), where)
+    return {k: (low[k], high[k]) for k in low}
+
+
+class _PartitionProbe:
+    """``first_from(m)``: the first record of one origin at target offset >= m, read by seeking."""
+
+    def __init__(self, consumer: Consumer, where: str, topic: str, partition: int, end: int,
+                 origin: str, origin_topic: str, origin_partition: int, timeout: float = TIMEOUT):
+        self.c, self.where, self.topic, self.partition, self.end = consumer, where, topic, partition, end
+        self.origin, self.origin_topic, self.origin_partition = origin, origin_topic, origin_partition
+        self.timeout = timeout
+        self.records_read = 0
+
+    def first_from(self, m: int) -> Hit | None:
+        if m >= self.end:
+            return None
+        self.c.assign([TopicPartition(self.topic, self.partition, m)])
+        deadline = time.monotonic() + self.timeout
+        try:
+            while True:
+                # consume(n) waits for n records or the timeout: take one, then what is buffered
+                msgs = self.c.consume(num_messages=1, timeout=0.5)
+                if msgs:
+                    msgs += self.c.consume(num_messages=499, timeout=0)
+                for msg in msgs:
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            if msg.offset() >= self.end:
+                                return None
+                            continue  # stale, from an earlier assignment
+                        raise RuntimeError(f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: {err.str()}")
+                    off = msg.offset()
+                    if off < m:
+                        continue  # stale
+                    if off >= self.end:
+                        return None
+                    self.records_read += 1
+                    headers = msg.headers()
+                    if origin_cluster(headers) != self.origin:
+                        continue
+                    try:
+                        prov = Provenance.from_headers(headers)
+                    except ValueError as e:
+                        raise RuntimeError(f"{self.where}/{self.topic}[{self.partition}]@{off}: {e}") from None
+                    if prov is not None and prov.topic == self.origin_topic and prov.partition == self.origin_partition:
+                        return Hit(off, prov.offset)
+                if not msgs:
+                    pos = self.c.position([TopicPartition(self.topic, self.partition)])[0].offset
+                    if pos >= self.end:  # read_committed stops short at control/aborted records
+                        return None
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: no record "
+                                           f"within {self.timeout:.0f}s (end {self.end})")
+        finally:
+            self.c.unassign()
+
+
+class Translator:
+    """Translates offsets of one flow; holds the clients (close it, or use ``with``)."""
+
+    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, margin_seconds: float | None = None,
+                 source_available: bool | None = None):
+        self.cfg, self.flow, self.resolve = cfg, flow, resolve
+        self.router = router_for(cfg, flow)
+        self.margin = cfg.thresholds.timestamp_margin_seconds if margin_seconds is None else margin_seconds
+        tgt = cfg.cluster(flow.target)
+        self.t_admin = clients.admin(tgt, resolve)  # kept referenced until its futures complete
+        self.t_consumer = clients.consumer(tgt, f"{cfg.internal_prefix}.offset-translation", resolve,
+                                           **{"enable.partition.eof": True, "fetch.max.bytes": 1 << 20,
+                                              "max.partition.fetch.bytes": 256 << 10,
+                                              # probes re-assign often: a fetch long-polling at the
+                                              # log end must not hold the next probe for 500 ms
+                                              "fetch.wait.max.ms": 10})
+        self.s_admin = self.s_consumer = None
+        if source_available is not False:
+            src = cfg.cluster(flow.source)
+            admin = clients.admin(src, resolve)
+            try:
+                admin.list_topics(timeout=SOURCE_PROBE_TIMEOUT)
+                self.s_admin = admin
+                self.s_consumer = clients.consumer(src, f"{cfg.internal_prefix}.offset-translation", resolve)
+            except KafkaException as e:
+                if source_available:
+                    raise clients.ClusterUnreachable(f"flow {flow.name}: source cluster {flow.source!r} did not answer: {e.args[0]}") from None
+                log.warning("flow %s: source %s unreachable; translating without its ranges or timestamps", flow.name, flow.source)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self) -> None:
+        for c in (self.t_consumer, self.s_consumer):
+            if c is not None:
+                c.close()
+        self.t_consumer = self.s_consumer = None
+
+    def target_topic(self, topic: str) -> str:
+        t = self.router.target_topic(topic)
+        if t is None:
+            raise ValueError(f"flow {self.flow.name} does not replicate {self.flow.source}/{topic}")
+        return t
+
+    def translate(self, group: str, source_offsets: dict[tuple[str, int], int]) -> list[Translation]:
+        keys = sorted(source_offsets)
+        if not keys:
+            return []
+        targets = {k: self.target_topic(k[0]) for k in keys}
+        t_tps = [TopicPartition(targets[k], k[1]) for k in keys]
+        # target ends before progress: a record copied in between is after the end we search to
+        t_ranges = _ranges(self.t_admin, t_tps, self.flow.target)
+        progress = read_committed_progress(self.cfg, self.flow, [(targets[k], k[1]) for k in keys], self.resolve)
+        s_ranges = None
+        if self.s_admin is not None:
+            s_ranges = _ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
+        out = []
+        for k in keys:
+            out.append(self._one(group, k[0], k[1], source_offsets[k], targets[k], t_ranges[(targets[k], k[1])],
+                                 progress.get((targets[k], k[1]), {}).get("next_offset"), None if s_ranges is None else s_ranges[k]))
+        return out
+
+    def _one(self, group, topic, p, x, target_topic, t_range, prog, s_range) -> Translation:
+        probe = _PartitionProbe(self.t_consumer, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p)
+        found, earlier, probes = core.search(probe.first_from, t_range[0], t_range[1], x)
+        log.info("flow %s: %s[%d]@%d -> %s[%d]: %d probes, %d records read", self.flow.name, topic, p, x, target_topic, p,
+                 probes, probe.records_read)
+        if found is None and earlier is None and prog is None and s_range is not None and s_range[1] > s_range[0]:
+            return self._by_timestamp(group, topic, p, x, target_topic, t_range, s_range)
+        return core.translate_from_candidates(group=group, topic=topic, partition=p, source_offset=x, target_topic=target_topic,
+                                              target_range=t_range, progress=prog, found=found, earlier=earlier,
+                                              source_range=s_range, origin=self.flow.source)
+
+    def _by_timestamp(self, group, topic, p, x, target_topic, t_range, s_range) -> Translation:
+        ts = None
+        at = x if x < s_range[1] else x - 1
+        if s_range[0] <= at < s_range[1]:
+            ts = _timestamp_at(self.s_consumer, topic, p, at, s_range[1])
+        off = None
+        if ts is not None:
+            lookup = core.timestamp_target(ts, self.margin)
+            got = self.t_consumer.offsets_for_times([TopicPartition(target_topic, p, lookup)], timeout=TIMEOUT)[0]
+            if got.error is not None:
+                raise RuntimeError(f"{self.flow.target}/{target_topic}[{p}]: timestamp lookup {lookup}: {got.error.str()}")
+            off = got.offset
+        return core.translate_by_timestamp(group=group, topic=topic, partition=p, source_offset=x, target_topic=target_topic,
+                                           target_end=t_range[1], source_ts_ms=ts, margin_seconds=self.margin, offset_for_ts=off,
+                                           origin=self.flow.source)
+
+
+def _timestamp_at(consumer: Consumer, topic: str, p: int, offset: int, end: int, timeout: float = TIMEOUT) -> int | None:
+    """Timestamp of the first record at or after ``offset`` (compaction gaps) below ``end``."""
+    consumer.assign([TopicPartition(topic, p, offset)])
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=1, timeout=0.5):
+                if msg.error() is None and msg.offset() >= offset:
+                    return msg.timestamp()[1]
+            if consumer.position([TopicPartition(topic, p)])[0].offset >= end:
+                return None
+        return None
+    finally:
+        consumer.unassign()
+
+
+def read_group_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None,
+                       timeout: float = 60.0, skip_synced: bool = False) -> dict[tuple[str, int], int]:
+    """The group's committed offsets on ``flow.source`` for every partition of the topics the
+    flow replicates (partitions without a commit are left out; with ``skip_synced`` also those
+    the offset sync wrote, see ``core.offsets.is_sync_commit``)."""
+    router = router_for(cfg, flow)
+    c = clients.consumer(cfg.cluster(flow.source), group, resolve)
+    try:
+        try:
+            md = c.list_topics(timeout=TIMEOUT)
+        except KafkaException as e:
+            raise clients.ClusterUnreachable(f"flow {flow.name}: reading group {group!r} on {flow.source}: {e.args[0]}; "
+                                             f"if {flow.source} is down pass source_offsets (last_synced_offsets)") from None
+        tps = [TopicPartition(t, p) for t, meta in md.topics.items() if meta.error is None and router.target_topic(t) is not None
+               and t != cfg.heartbeat_topic for p in meta.partitions]
+        if not tps:
+            return {}
+        try:
+            got = committed_with_retry(c, tps, timeout)
+        except KafkaException as e:
+            raise RuntimeError(f"flow {flow.name}: reading committed offsets of group {group!r} on {flow.source}: {e.args[0].str()}") from None
+    finally:
+        c.close()
+    out = {}
+    for tp in got:
+        if tp.error is not None:
+            raise RuntimeError(f"group {group!r} on {flow.source}/{tp.topic}[{tp.partition}]: {tp.error.str()}")
+        if tp.offset >= 0 and skip_synced and core.is_sync_commit(tp.metadata):
+            log.info("flow %s: group %s on %s/%s[%d]@%d was committed by the offset sync, not by a consumer: not synced onward",
+                     flow.name, group, flow.source, tp.topic, tp.partition, tp.offset)
+            continue
+        if tp.offset >= 0:
+            out[(tp.topic, tp.partition)] = tp.offset
+    return out
+
+
+def translate_group(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None,
+                    margin_seconds: float | None = None, source_offsets: dict[tuple[str, int], int] | None = None) -> list[Translation]:
+    """Translate ``group``'s committed offsets from ``flow.source`` to ``flow.target``.
+
+    :param source_offsets: ``{(topic, partition): offset}`` to translate instead of reading
+        the group's commits on the source (which is how a failover works with the source down).
+    """
+    if source_offsets is None:
+        source_offsets = read_group_offsets(cfg, flow, group, resolve)
+        available = True
+    else:
+        available = None  # use the source if it answers
+    with Translator(cfg, flow, resolve, margin_seconds, source_available=available) as tr:
+        return tr.translate(group, dict(source_offsets))
+
+
+def translate_offset(cfg: DrConfig, flow: FlowConfig, topic: str, partition: int, source_offset: int,
+                     resolve: SecretResolver | None = None, group: str = "", margin_seconds: float | None = None) -> Translation:
+    """Translate one source offset of ``topic[partition]``."""
+    with Translator(cfg, flow, resolve, margin_seconds) as tr:
+        return tr.translate(group, {(topic, partition): source_offset})[0]
+
+
+def last_synced_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict[tuple[str, int], int]:
+    """The source offsets of ``group`` last recorded by :func:`sync_group_offsets` on the target
+    (``<internal_prefix>.offset-sync``): what to translate when the source is gone."""
+    from kafka_dr.kafka.reading import read_partitions
+    from kafka_dr.kafka.topics import partition_count
+
+    topic = offset_sync_topic(cfg.internal_prefix)
+    tgt = cfg.cluster(flow.target)
+    admin = clients.admin(tgt, resolve)
+    n = partition_count(admin, topic)
+    if n is None:
+        return {}
+    c = clients.consumer(tgt, f"{cfg.internal_prefix}.offset-translation", resolve)
+    try:
+        records = read_partitions(c, topic, list(range(n)), timeout=60)
+    finally:
+        c.close()
+    return core.latest_synced([(r.key, r.value) for r in records], flow.name, group)
+
+
+# --- sync ---------------------------------------------------------------------------------
+
+
+def _group_state(admin, group: str, where: str) -> str:
+    try:
+        desc = admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
+    except KafkaException as e:
+        if e.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+            return "NOT_FOUND"
+        raise RuntimeError(f"describing group {group!r} on {where}: {e.args[0].str()}") from None
+    state = getattr(desc.state, "name", str(desc.state))
+    if desc.members and state.upper() in core.INACTIVE_GROUP_STATES:
+        return "HAS_MEMBERS"
+    return state
+
+
+def list_source_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:
+    admin = clients.admin(cfg.cluster(flow.source), resolve)
+    try:
+        res = admin.list_consumer_groups(request_timeout=TIMEOUT).result(timeout=TIMEOUT)
+    except KafkaException as e:
+        raise RuntimeError(f"flow {flow.name}: listing consumer groups on {flow.source}: {e.args[0].str()}") from None
+    return sorted(g.group_id for g in res.valid)
+
+
+def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, allow: Iterable[str] = (".*",),
+                       deny: Iterable[str] | None = None, groups: Iterable[str] | None = None) -> list[dict]:
+    """Translate every selected source group's offsets and commit them on the target.
+
+    Groups: full-match ``allow`` regexes minus ``deny`` (default: groups starting with the
+    internal prefix or ``_``). A group is committed only while it has no active member on the
+    target; an offset is never moved backwards. Every translation is recorded in
+    ``<internal_prefix>.offset-sync`` on the target. Returns one dict per partition:
+    the translation plus ``committed`` (bool), ``action`` (why) and ``flow``.
+    """
+    from kafka_dr.kafka.topics import ensure_topic
+
+    allow = tuple(allow)
+    deny = core.default_group_deny(cfg.internal_prefix) if deny is None else tuple(deny)
+    names = list(groups) if groups is not None else list_source_groups(cfg, flow, resolve)
+    selected = [g for g in names if core.group_selected(g, allow, deny)]
+    tgt = cfg.cluster(flow.target)
+    t_admin = clients.admin(tgt, resolve)
+    topic = offset_sync_topic(cfg.internal_prefix)
+    ensure_topic(t_admin, topic, 1, {"cleanup.policy": "compact"})
+    producer = clients.producer(tgt, resolve)
+    report: list[dict] = []
+    with Translator(cfg, flow, resolve, source_available=True) as tr:
+        for group in selected:
+            offsets = read_group_offsets(cfg, flow, group, resolve, skip_synced=True)
+            if not offsets:
+                continue
+            translations = tr.translate(group, offsets)
+            state = _group_state(t_admin, group, flow.target)
+            c = clients.consumer(tgt, group, resolve)
+            try:
+                current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in committed_with_retry(
+                    c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)}
+                to_commit, rows = [], []
+                for t in translations:
+                    ok, why = core.commit_decision(t, current.get((t.target_topic, t.partition)), state)
+                    rows.append((t, ok, why))
+                    if ok:
+                        to_commit.append(TopicPartition(t.target_topic, t.partition, t.target_offset,
+                                                        core.sync_commit_metadata(flow.name, t.source_offset)))
+                if to_commit:
+                    try:
+                        c.commit(offsets=to_commit, asynchronous=False)
+                    except KafkaException as e:  # a member joined meanwhile: the broker refuses, we touch nothing
+                        why = f"commit refused by {flow.target}: {e.args[0].str()}"
+                        rows = [(t, False, why if ok else w) for t, ok, w in rows]
+            finally:
+                c.close()
+            now = int(time.time() * 1000)
+            for t, ok, why in rows:
+                producer.produce(topic, key=core.sync_key(flow.name, group, t.topic, t.partition), value=core.sync_value(t, ok, now))
+                report.append({"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state})
+            log.info("flow %s: group %s (%s on %s): %d partition(s), %d committed", flow.name, group, state, flow.target,
+                     len(rows), sum(1 for _, ok, _ in rows if ok))
+    left = producer.flush(30)
+    if left:
+        raise TimeoutError(f"flow {flow.name}: {left} offset-sync record(s) not acknowledged by {flow.target}/{topic}")
+    return report
