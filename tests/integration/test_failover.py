@@ -22,6 +22,19 @@ from test_replication import flow_config
 pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 
 
+def isolated_config(lab, tmp_path, topic_name: str):
+    """The lab config narrowed to the test's topic, with an internal prefix of its own: the
+    failover writes the product state ("east is failed") under that prefix, so the DAGs of
+    other tests, which use the lab's prefix, keep replicating."""
+    import yaml
+
+    path = flow_config(lab, tmp_path, [topic_name])
+    doc = yaml.safe_load(path.read_text())
+    doc["internal_prefix"] = "_kdr_" + topic_name.replace(".", "_")[-40:]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
 def _consume(cluster, group: str, topic: str, n: int | None, timeout: float = 60.0) -> list:
     """Consume with ``group`` (subscribe: resumes at its committed offsets); commit what was read."""
     c = clients.consumer(cluster, group, **{"auto.offset.reset": "earliest"})
@@ -64,7 +77,7 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         ensure_topic(clients.admin(c), topic_name, partitions=2)
     east_sent = produce_varied(east, topic_name, "east", 120, 2)
     produce_varied(west, topic_name, "west", 30, 2)  # local west records, interleaved with the copies
-    path = flow_config(lab, tmp_path, [topic_name])
+    path = isolated_config(lab, tmp_path, topic_name)
     cfg = load_config(path)
     e2w = next(f for f in cfg.flows if f.name == "east_to_west")
     group = f"app-{topic_name}"
@@ -117,7 +130,7 @@ def test_cli_failover_refuses_a_live_cluster_and_dry_runs_with_force(lab, tmp_pa
     import sys
     from pathlib import Path
 
-    path = flow_config(lab, tmp_path, [topic_name])
+    path = isolated_config(lab, tmp_path, topic_name)
     cli = str(Path(sys.executable).with_name("kafka-dr"))
     refused = subprocess.run([cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--config", str(path)],
                              capture_output=True, text=True, timeout=300)

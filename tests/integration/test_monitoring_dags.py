@@ -43,6 +43,7 @@ def test_replication_dag_runs_the_spark_job(lab, lab_config, airflow_db, tmp_pat
     dag = build_replication_dag(cfg, cfg.flows[0], str(path))
     run = dag.test()
     assert str(run.state) == "success", _task_states(run)
+    assert _task_states(run) == {"preflight": "success", "replicate": "success"}
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
 
 
