@@ -21,7 +21,7 @@ from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.copier import committed_with_retry
-from kafka_dr.kafka.offset_translation import _group_state, last_synced_offsets, offset_sync_topic, translate_group
+from kafka_dr.kafka.offset_translation import _group_state, commit_translations, last_synced_offsets, offset_sync_topic, translate_group
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count
 
@@ -64,29 +64,7 @@ def move_groups(cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: b
             continue
         translations = translate_group(cfg, flow, group, resolve, source_offsets=source_offsets)
         state = _group_state(admin, group, flow.target)
-        c = clients.consumer(tgt, group, resolve)
-        try:
-            current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in committed_with_retry(
-                c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)}
-            rows, commit = [], []
-            for t in translations:
-                now_at = current.get((t.target_topic, t.partition))
-                ok, why = core.commit_decision(t, now_at, state)
-                if not ok and t.target_offset is not None and now_at == t.target_offset:
-                    why = "already there"
-                if ok and dry_run:
-                    why = "would commit"
-                rows.append((t, ok and not dry_run, why))
-                if ok and not dry_run:
-                    commit.append(TopicPartition(t.target_topic, t.partition, t.target_offset))
-            if commit:
-                try:
-                    c.commit(offsets=commit, asynchronous=False)
-                except KafkaException as e:
-                    why = f"commit refused by {flow.target}: {e.args[0].str()}"
-                    rows = [(t, False, why if ok else w) for t, ok, w in rows]
-        finally:
-            c.close()
+        rows = commit_translations(tgt, group, translations, state, resolve, dry_run=dry_run)
         for t, ok, why in rows:
             report.append({"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state})
     return report

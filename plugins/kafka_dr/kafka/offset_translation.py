@@ -327,6 +327,41 @@ def _group_state(admin, group: str, where: str) -> str:
     return state
 
 
+def commit_translations(target, group: str, translations: list[Translation], state: str, resolve: SecretResolver | None = None,
+                        metadata=None, dry_run: bool = False) -> list[tuple[Translation, bool, str]]:
+    """Commit ``group``'s translated offsets on ``target`` under the sync rules
+    (:func:`kafka_dr.core.offsets.commit_decision`: no active member, a translated offset,
+    never backwards). Returns ``(translation, committed, why)`` per partition; with
+    ``dry_run`` nothing is committed and what would be says "would commit". ``metadata`` maps
+    a translation to the commit's metadata string. Shared by the periodic sync and failover.
+    """
+    c = clients.consumer(target, group, resolve)
+    try:
+        current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in committed_with_retry(
+            c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)}
+        rows, to_commit = [], []
+        for t in translations:
+            now_at = current.get((t.target_topic, t.partition))
+            ok, why = core.commit_decision(t, now_at, state)
+            if not ok and t.target_offset is not None and now_at == t.target_offset:
+                why = "already there"
+            elif ok and dry_run:
+                why = "would commit"
+            rows.append((t, ok and not dry_run, why))
+            if ok and not dry_run:
+                args = (t.target_topic, t.partition, t.target_offset) + ((metadata(t),) if metadata else ())
+                to_commit.append(TopicPartition(*args))
+        if to_commit:
+            try:
+                c.commit(offsets=to_commit, asynchronous=False)
+            except KafkaException as e:  # a member joined meanwhile: the broker refuses, we touch nothing
+                why = f"commit refused by {target.name}: {e.args[0].str()}"
+                rows = [(t, False, why if ok else w) for t, ok, w in rows]
+    finally:
+        c.close()
+    return rows
+
+
 def list_source_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:
     admin = clients.admin(cfg.cluster(flow.source), resolve)
     try:
@@ -365,25 +400,8 @@ def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver 
                 continue
             translations = tr.translate(group, offsets)
             state = _group_state(t_admin, group, flow.target)
-            c = clients.consumer(tgt, group, resolve)
-            try:
-                current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in committed_with_retry(
-                    c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)}
-                to_commit, rows = [], []
-                for t in translations:
-                    ok, why = core.commit_decision(t, current.get((t.target_topic, t.partition)), state)
-                    rows.append((t, ok, why))
-                    if ok:
-                        to_commit.append(TopicPartition(t.target_topic, t.partition, t.target_offset,
-                                                        core.sync_commit_metadata(flow.name, t.source_offset)))
-                if to_commit:
-                    try:
-                        c.commit(offsets=to_commit, asynchronous=False)
-                    except KafkaException as e:  # a member joined meanwhile: the broker refuses, we touch nothing
-                        why = f"commit refused by {flow.target}: {e.args[0].str()}"
-                        rows = [(t, False, why if ok else w) for t, ok, w in rows]
-            finally:
-                c.close()
+            rows = commit_translations(tgt, group, translations, state, resolve,
+                                       metadata=lambda t: core.sync_commit_metadata(flow.name, t.source_offset))
             now = int(time.time() * 1000)
             for t, ok, why in rows:
                 producer.produce(topic, key=core.sync_key(flow.name, group, t.topic, t.partition), value=core.sync_value(t, ok, now))
