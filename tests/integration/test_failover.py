@@ -141,3 +141,109 @@ def test_cli_failover_refuses_a_live_cluster_and_dry_runs_with_force(lab, tmp_pa
     assert forced.returncode == 0, forced.stderr[-2000:]
     assert "DRY RUN: nothing changed" in forced.stdout and "active cluster: west" in forced.stdout
     assert read_state(load_config(path)) == before
+
+
+def _east_identities(msgs) -> dict[int, list[int]]:
+    """Per partition, the east origin offsets of the records read on west, in order."""
+    out: dict[int, list[int]] = {}
+    for m in msgs:
+        origin, p, off = _identity(m, "west")
+        if origin == "east":
+            out.setdefault(p, []).append(off)
+    return out
+
+
+def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_says(lab, lab_config, spark, tmp_path, topic_name):
+    """Replication stopped short of east's end (a capped batch); the group had read less than
+    was replicated on partition 0 and more on partition 1. After the failover the group re-reads
+    nothing, and what it never sees on west is exactly the RPO report's figure (minus, on
+    partition 1, the records it had already read, which the translation reports as behind)."""
+    from test_offset_translation import commit, produce
+
+    from kafka_dr.kafka.failover import run_failover
+
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    for c in (east, west):
+        ensure_topic(clients.admin(c), topic_name, partitions=2)
+    produce(east, topic_name, "e", 120, 2)  # offsets 0..59 on each partition
+    produce(west, topic_name, "w", 10, 2)  # local west records among the copies
+    path = isolated_config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    e2w = next(f for f in cfg.flows if f.name == "east_to_west")
+    group = f"app-{topic_name}"
+    read_up_to = {0: 20, 1: 45}
+    commit(east, group, {(topic_name, p): x for p, x in read_up_to.items()})
+
+    copied = 35  # the replica stops at east offset 35 of each partition; east's end is 60
+    run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_records_per_batch=copied), spark=spark)
+    synced = {r["partition"]: r for r in sync_group_offsets(cfg, e2w, groups=[group])}
+    assert synced[0]["status"] == "exact" and synced[1]["status"] == "approximate", synced
+    assert synced[1]["behind_records"] == 45 - copied
+
+    lab.stop("east")
+    try:
+        summary = run_failover(cfg, "east", "west", groups=group, dry_run=False)
+        rpo = {e["partition"]: e for e in summary["rpo"]["flows"]["east_to_west"]["partitions"] if e["topic"] == topic_name}
+        assert {p: (e["copied_up_to"], e["last_known_source_end"], e["missing_at_least"]) for p, e in rpo.items()} == {
+            0: (copied, 60, 25), 1: (copied, 60, 25)}, rpo
+        moved = {g["partition"]: g for g in summary["consumer_groups"]}
+        # the periodic sync had committed these positions already; the failover keeps them
+        assert all(g["committed"] or g["action"].startswith("already") for g in moved.values()), [(p, g["action"]) for p, g in moved.items()]
+        assert {p: g["target_offset"] is not None for p, g in moved.items()} == {0: True, 1: True}
+
+        resumed = _east_identities(_consume(west, group, topic_name, None))
+        # partition 0: the group resumes at its next unread record and reads to the replica's end
+        assert resumed.get(0) == list(range(20, copied)), resumed.get(0)
+        # partition 1: it had read past the replica's end; nothing is re-read
+        assert resumed.get(1, []) == [], resumed.get(1)
+        for p, x in read_up_to.items():
+            seen_on_west = set(resumed.get(p, []))
+            never_seen = [o for o in range(x, 60) if o not in seen_on_west]  # unread on east, absent on west
+            assert len(never_seen) == rpo[p]["missing_at_least"] - moved[p]["behind_records"], (p, never_seen, rpo[p], moved[p])
+    finally:
+        lab.start("east")
+
+
+def test_failover_drill_on_a_compacted_topic(lab, lab_config, spark, tmp_path, topic_name):
+    """East's topic is compacted (offsets with gaps) and the group's position sits in a gap:
+    after the failover the group on west reads exactly the surviving records it had not read."""
+    from test_offset_translation import commit, produce
+
+    from kafka_dr.kafka.failover import run_failover
+    from kafka_dr.kafka.writing import produce_all
+    from kafka_checks import read_topic
+
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=1, config={
+        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000"})
+    # west's copy is compacted, but not within the test, so the expected answer cannot move
+    ensure_topic(clients.admin(west), topic_name, partitions=1, config={"cleanup.policy": "compact"})
+    produce(east, topic_name, "e", 200, 1, compactable=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait for the cleaner to compact the rolled segments
+        produce_all(clients.producer(east), topic_name, [(b"roll", b"r", [], None, 0)])
+        source = read_topic(east, topic_name)
+        if len(source) < 100:
+            break
+        time.sleep(2)
+    offsets = [r.offset for r in source]
+    gaps = [x for x in range(offsets[0], offsets[-1]) if x not in set(offsets)]
+    assert gaps, "no gaps: compaction did not run"
+    x = gaps[len(gaps) // 2]  # the group read everything below a removed record
+    path = isolated_config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    e2w = next(f for f in cfg.flows if f.name == "east_to_west")
+    group = f"app-{topic_name}"
+    commit(east, group, {(topic_name, 0): x})
+    run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental"), spark=spark)
+    (synced,) = sync_group_offsets(cfg, e2w, groups=[group])
+    assert synced["status"] == "exact", synced
+
+    lab.stop("east")
+    try:
+        summary = run_failover(cfg, "east", "west", groups=group, dry_run=False)
+        assert summary["missing_records_at_least"] == 0, summary["rpo"]
+        resumed = _east_identities(_consume(west, group, topic_name, None))
+        assert resumed.get(0) == [o for o in offsets if o >= x], "skipped or re-read records on a compacted topic"
+    finally:
+        lab.start("east")

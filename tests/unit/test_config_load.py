@@ -721,6 +721,22 @@ def test_topic_config_and_preflight_sections():
         raise AssertionError("bad regex and unknown key must be reported")
 
 
+def test_consumer_groups_section():
+    from kafka_dr.core.config_load import ConfigError, parse_config
+
+    base = {"clusters": {"east": {"bootstrap_servers": "a:1"}}, "flows": []}
+    cfg = parse_config({**base, "consumer_groups": {"allow": ["orders-.*", "billing"], "deny": "orders-test-.*"}})
+    assert (cfg.consumer_groups.allow, cfg.consumer_groups.deny) == (("orders-.*", "billing"), ("orders-test-.*",))
+    assert (parse_config(base).consumer_groups.allow, parse_config(base).consumer_groups.deny) == ((".*",), ())
+    try:
+        parse_config({**base, "consumer_groups": {"allow": ["[a-"], "exclude": ["x"]}})
+    except ConfigError as e:
+        assert [p.path for p in e.problems] == ["consumer_groups.exclude", "consumer_groups.allow[0]"], e.problems
+        assert "known keys: allow, deny" in str(e) and "'[a-'" in str(e)
+    else:
+        raise AssertionError("bad regex and unknown key must be reported")
+
+
 def test_cluster_connection_supplies_sasl_credentials_as_references():
     from kafka_dr.core.config_load import parse_config
     from kafka_dr.core.secret_refs import SecretRef

@@ -190,6 +190,16 @@ def test_group_selection_defaults():
     assert not group_selected("orders-app", ("billing.*",), deny)
 
 
+def test_configured_groups_keep_the_built_in_exclusions():
+    from kafka_dr.core.offsets import configured_groups
+
+    allow, deny = configured_groups(("orders-.*", "_kafka_dr.x"), ("orders-test-.*",), "_kafka_dr")
+    assert group_selected("orders-app", allow, deny)
+    assert not group_selected("orders-test-1", allow, deny)  # deny wins
+    assert not group_selected("billing", allow, deny)  # not allowed
+    assert not group_selected("_kafka_dr.x", allow, deny)  # the product's own, even when allowed
+
+
 def test_commit_decision_never_backwards_and_only_inactive():
     t = Translation("g", "t", 0, 5, "t", 9, EXACT, "")
     assert commit_decision(t, None, "EMPTY") == (True, "committed")

@@ -194,6 +194,16 @@ class TopicConfigSync:
 
 
 @dataclass(frozen=True)
+class ConsumerGroups:
+    """Which consumer groups the offset sync and the failover move (full-match regexes; deny
+    wins). The product's own groups (``<internal_prefix>...``) and groups starting with ``_``
+    are always left out, whatever ``allow`` says."""
+
+    allow: tuple[str, ...] = (".*",)
+    deny: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Preflight:
     """Pre-flight validation settings: topics (regexes) the rules skip."""
 
@@ -214,6 +224,7 @@ class DrConfig:
     distribution: DistributionTree | None = None
     topic_config: TopicConfigSync = field(default_factory=TopicConfigSync)
     preflight: Preflight = field(default_factory=Preflight)
+    consumer_groups: ConsumerGroups = field(default_factory=ConsumerGroups)
     internal_prefix: str = "_kafka_dr"
     source_path: str | None = None  #: where it was loaded from, for messages
 

@@ -22,6 +22,7 @@ from kafka_dr.core.config import (
     BUILTIN_INTERNAL_PATTERNS,
     Alerts,
     ClusterConfig,
+    ConsumerGroups,
     DrConfig,
     EmailAlert,
     FlowConfig,
@@ -204,7 +205,7 @@ class _Ctx:
             self.err(path, f"unknown value {value!r}", f"one of: {choices}")
             return default
 
-    def patterns(self, value: Any, path: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    def patterns(self, value: Any, path: str, default: tuple[str, ...], what: str = "topic name") -> tuple[str, ...]:
         if value is None:
             return default
         if isinstance(value, str):
@@ -220,7 +221,7 @@ class _Ctx:
             try:
                 re.compile(pat)
             except re.error as e:
-                self.err(f"{path}[{i}]", f"bad regular expression {pat!r}: {e}", "patterns are Python regexes matched against the whole topic name")
+                self.err(f"{path}[{i}]", f"bad regular expression {pat!r}: {e}", f"patterns are Python regexes matched against the whole {what}")
                 continue
             out.append(pat)
         return tuple(out)
@@ -243,7 +244,7 @@ class _Ctx:
 
 
 _TOP_KEYS = {"clusters", "flows", "schedules", "thresholds", "alerts", "spark", "schema_mirror", "distribution", "internal_prefix",
-             "topic_config", "preflight"}
+             "topic_config", "preflight", "consumer_groups"}
 _CLUSTER_KEYS = {"bootstrap_servers", "client", "connection", "cluster_id", "schema_registry"}
 _FLOW_KEYS = {
     "name", "source", "target", "topics", "loop_policy", "provenance_rule", "prefix_separator",
@@ -271,6 +272,9 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
     topic_config = TopicConfigSync(exclude=ctx.patterns(tc.get("exclude"), "topic_config.exclude", ()))
     pf = ctx.mapping(top.get("preflight"), "preflight", {"exclude_topics"})
     preflight = Preflight(exclude_topics=ctx.patterns(pf.get("exclude_topics"), "preflight.exclude_topics", ()))
+    cg = ctx.mapping(top.get("consumer_groups"), "consumer_groups", {"allow", "deny"})
+    consumer_groups = ConsumerGroups(allow=ctx.patterns(cg.get("allow"), "consumer_groups.allow", (".*",), "group name"),
+                                     deny=ctx.patterns(cg.get("deny"), "consumer_groups.deny", (), "group name"))
     schema_mirror = _schema_mirror(ctx, top.get("schema_mirror"), clusters)
     distribution = None
     if "distribution" in top:
@@ -302,6 +306,7 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
         schema_mirror=schema_mirror,
         topic_config=topic_config,
         preflight=preflight,
+        consumer_groups=consumer_groups,
         distribution=distribution,
         internal_prefix=internal_prefix,
         source_path=source,

@@ -231,6 +231,12 @@ def default_group_deny(internal_prefix: str) -> tuple[str, ...]:
     return (re.escape(internal_prefix) + ".*", "_.*")
 
 
+def configured_groups(allow: tuple[str, ...], deny: tuple[str, ...], internal_prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``consumer_groups`` selection of the config, with the groups that are never synced
+    added to its deny list: ``(allow, deny)`` for :func:`group_selected`."""
+    return tuple(allow), default_group_deny(internal_prefix) + tuple(deny)
+
+
 def group_selected(group: str, allow: tuple[str, ...], deny: tuple[str, ...]) -> bool:
     """Full-match regexes; deny wins over allow."""
     import re

@@ -54,8 +54,10 @@ def move_groups(cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: b
     tgt = cfg.cluster(flow.target)
     admin = clients.admin(tgt, resolve)
     report: list[dict] = []
+    allow, deny = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
     for group in synced_groups(cfg, flow, resolve):
-        if not pattern.fullmatch(group):
+        # the run's pattern narrows the configured selection; it never widens it
+        if not (pattern.fullmatch(group) and core.group_selected(group, allow, deny)):
             continue
         router = router_for(cfg, flow)
         # positions on topics the flow no longer replicates (config changed since) are left alone

@@ -371,20 +371,20 @@ def list_source_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver 
     return sorted(g.group_id for g in res.valid)
 
 
-def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, allow: Iterable[str] = (".*",),
-                       deny: Iterable[str] | None = None, groups: Iterable[str] | None = None) -> list[dict]:
+def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None,
+                       groups: Iterable[str] | None = None) -> list[dict]:
     """Translate every selected source group's offsets and commit them on the target.
 
-    Groups: full-match ``allow`` regexes minus ``deny`` (default: groups starting with the
-    internal prefix or ``_``). A group is committed only while it has no active member on the
+    Groups: the config's ``consumer_groups`` (full-match ``allow`` regexes minus ``deny``; the
+    product's own groups and those starting with ``_`` are always left out), narrowed to
+    ``groups`` when given. A group is committed only while it has no active member on the
     target; an offset is never moved backwards. Every translation is recorded in
     ``<internal_prefix>.offset-sync`` on the target. Returns one dict per partition:
     the translation plus ``committed`` (bool), ``action`` (why) and ``flow``.
     """
     from kafka_dr.kafka.topics import ensure_topic
 
-    allow = tuple(allow)
-    deny = core.default_group_deny(cfg.internal_prefix) if deny is None else tuple(deny)
+    allow, deny = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
     names = list(groups) if groups is not None else list_source_groups(cfg, flow, resolve)
     selected = [g for g in names if core.group_selected(g, allow, deny)]
     tgt = cfg.cluster(flow.target)

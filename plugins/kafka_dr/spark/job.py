@@ -41,6 +41,9 @@ class JobOptions:
     allow_reset: bool = False
     chunk_records: int = 50_000
     master: str | None = None  # None: as spark-submit says
+    #: at most this many records per source partition per micro-batch (0: no cap). Spreads a
+    #: large backlog over several batches; an incremental run copies one batch only.
+    max_records_per_batch: int = 0
 
 
 @dataclass
@@ -152,7 +155,8 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             try:
                 reader = (spark.readStream.format("kafka_dr_replication").option("config", str(Path(opts.config).resolve()))
                           .option("flow", flow.name).option("allow_reset", str(opts.allow_reset).lower())
-                          .option("chunk_records", str(opts.chunk_records)).load())
+                          .option("chunk_records", str(opts.chunk_records))
+                          .option("max_records_per_batch", str(opts.max_records_per_batch)).load())
                 writer = reader.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
                 if mode is FlowMode.INCREMENTAL:
                     query = writer.trigger(availableNow=True).start()
@@ -240,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stop-file", default=None, help="stop gracefully when this file appears")
     p.add_argument("--allow-reset", action="store_true", help="start partitions whose progress was lost from the planned offset")
     p.add_argument("--chunk-records", type=int, default=50_000)
+    p.add_argument("--max-records-per-batch", type=int, default=0,
+                   help="at most this many records per source partition per micro-batch (0: no cap)")
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
     a = p.parse_args(argv)
     if not a.config:
@@ -247,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stdout)
     summary = run_flow(JobOptions(config=a.config, flow=a.flow, mode=a.mode, trigger_seconds=a.trigger_seconds,
                                   max_duration_seconds=a.max_duration, max_restarts=a.max_restarts, stop_file=a.stop_file,
-                                  allow_reset=a.allow_reset, chunk_records=a.chunk_records, master=a.master))
+                                  allow_reset=a.allow_reset, chunk_records=a.chunk_records, master=a.master,
+                                  max_records_per_batch=a.max_records_per_batch))
     print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
     return 0

@@ -107,6 +107,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
     @_plain_errors
     def latestOffset(self, start: dict, limit) -> dict:
         latest = self._plan().latest()
+        cap = int(self.options.get("max_records_per_batch") or 0)
         # A partition never goes backwards in the plan (a truncated or recreated topic is
         # the copier's business to report, not the planner's to rewind).
         for topic, parts in latest.items():
@@ -114,6 +115,8 @@ class ReplicationStreamReader(DataSourceStreamReader):
                 prev = start.get(topic, {}).get(p)
                 if prev is not None and off < prev:
                     parts[p] = prev
+                elif prev is not None and cap > 0:
+                    parts[p] = min(off, prev + cap)  # like Spark's maxOffsetsPerTrigger, per partition
         return latest
 
     @_plain_errors
