@@ -86,6 +86,17 @@ def main(argv: list[str] | None = None) -> int:
     fo.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
     fo.add_argument("--force", action="store_true", help="even if the failed cluster still answers")
     fo.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
+    fb = sub.add_parser("failback", help="fail back to a recovered cluster: resync or reseed (the dr_failback DAG's steps)")
+    fb.add_argument("--recovered", required=True, help="the cluster that is back (resync) or rebuilt empty (reseed)")
+    fb.add_argument("--survivor", required=True, help="the cluster that served during the outage")
+    fb.add_argument("--mode", choices=["resync", "reseed"], required=True)
+    fb.add_argument("--topics", default=".*", help="narrow the topics copied back (regex)")
+    fb.add_argument("--groups", default=".*", help="consumer groups to move back (regex, default all)")
+    fb.add_argument("--since-ms", type=int, default=None, help="resync without a configured flow back: copy survivor records from this time")
+    fb.add_argument("--until-ms", type=int, default=None, help="... and before this time")
+    fb.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
+    fb.add_argument("--force", action="store_true", help="even if not recorded as failed, or (reseed) not empty")
+    fb.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -129,6 +140,24 @@ def main(argv: list[str] | None = None) -> int:
                 summary = run_failover(load_config(path), args.failed, args.survivor, args.groups, args.dry_run, args.force)
             except FailoverRefused as e:
                 print(f"kafka-dr failover: refused: {e}", file=sys.stderr)
+                return 1
+            print(format_summary(summary))
+            print(json.dumps(summary, default=str))
+            return 0
+        if args.cmd == "failback":
+            import json
+            import os
+
+            from kafka_dr.core.failback import FailbackRefused
+            from kafka_dr.kafka.failback import GateFailed, format_summary, run_failback
+            from kafka_dr.lab.lab import Lab
+
+            path = args.config or Path(os.environ.get("KAFKA_DR_CONFIG") or Lab().config_file)
+            try:
+                summary = run_failback(load_config(path), args.recovered, args.survivor, args.mode, args.groups, args.topics,
+                                       args.dry_run, args.force, args.since_ms, args.until_ms)
+            except (FailbackRefused, GateFailed) as e:
+                print(f"kafka-dr failback: stopped: {e}", file=sys.stderr)
                 return 1
             print(format_summary(summary))
             print(json.dumps(summary, default=str))

@@ -81,7 +81,7 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
 
         @task(task_id="preflight")
         def preflight() -> dict:
-            """Skip while the flow's source is failed over (``dr_failover`` stopped it); else the
+            """Skip while the flow's source or target is failed over (until ``dr_failback``); else the
             topology's pre-flight rules must hold before the flow starts."""
             from airflow.sdk.exceptions import AirflowSkipException
 
@@ -91,8 +91,9 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
 
             resolve = airflow_resolver()
             state = read_state(cfg, resolve, skip=(flow.source,))
-            if state.flow_stopped(flow.source):
-                raise AirflowSkipException(f"{flow.source} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback")
+            if state.flow_stopped(flow.source, flow.target):
+                failed = flow.source if flow.source in state.failed_clusters else flow.target
+                raise AirflowSkipException(f"{failed} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback")
             return preflight_or_fail(cfg, resolve)
 
         preflight() >> ReplicateFlowOperator(

@@ -37,9 +37,10 @@ class DrState:
         except (ValueError, KeyError, TypeError):
             return None
 
-    def flow_stopped(self, source: str) -> bool:
-        """Flows reading from a failed cluster are stopped until a failback clears it."""
-        return source in self.failed_clusters
+    def flow_stopped(self, source: str, target: str | None = None) -> bool:
+        """Flows reading from or writing to a failed cluster are stopped until a failback
+        clears it: the failback copies between the two itself, with its own rules."""
+        return source in self.failed_clusters or (target is not None and target in self.failed_clusters)
 
     def after_failover(self, failed: str, survivor: str, event: dict) -> "DrState":
         failed_set = tuple(sorted({*self.failed_clusters, failed} - {survivor}))

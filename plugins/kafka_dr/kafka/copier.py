@@ -32,7 +32,7 @@ from typing import Any, Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.loop import router_for
+from kafka_dr.core.loop import Transform, router_for
 from kafka_dr.core.progress import decode_metadata, encode_metadata, progress_group, resume_offset
 from kafka_dr.kafka.clients import SecretResolver, client_config
 
@@ -92,6 +92,7 @@ class _Chunk:
     error_offset: int = -1
     first_target: int = -1
     last_target: int = -1
+    pairs: list = field(default_factory=list)  #: (source offset, target offset), when a seed map is kept
 
 
 class RangeCopier:
@@ -109,7 +110,14 @@ class RangeCopier:
         allow_reset: bool = False,
         producer_overrides: dict[str, Any] | None = None,
         clock: Callable[[], float] = time.time,
+        transform: Transform | None = None,
+        keep_timestamp: Callable[[int], bool] | None = None,
+        seed_map_topic: str | None = None,
     ) -> None:
+        """:param transform: replaces the flow's loop-policy transform (failback's re-seed).
+        :param keep_timestamp: records whose timestamp it refuses are filtered (a time window).
+        :param seed_map_topic: record runs of (source offset, target offset) in this topic of
+            the target, in the same transaction as the records (failback's re-seed)."""
         self.cfg = cfg
         self.flow = flow
         self.resolve = resolve
@@ -119,7 +127,9 @@ class RangeCopier:
         self.allow_reset = allow_reset
         self.producer_overrides = producer_overrides or {}
         self.clock = clock
-        self.transform = router_for(cfg, flow).transform()
+        self.transform = transform or router_for(cfg, flow).transform()
+        self.keep_timestamp = keep_timestamp
+        self.seed_map_topic = seed_map_topic
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self._producers: dict[tuple[str, int], Producer] = {}
         self._source: Consumer | None = None
@@ -278,6 +288,7 @@ class RangeCopier:
         transform = self.transform
         target_topic, partition, end = spec.target_topic, spec.partition, spec.end
         counts = {"read": 0, "written": 0, "filtered": 0, "bytes": 0, "dead_lettered": 0}
+        keep_pairs, keep_ts = self.seed_map_topic is not None, self.keep_timestamp
 
         def on_delivery(err, msg):
             src = chunk.source_offsets.popleft()
@@ -289,6 +300,8 @@ class RangeCopier:
             if chunk.first_target < 0:
                 chunk.first_target = off
             chunk.last_target = off
+            if keep_pairs:
+                chunk.pairs.append((src, off))
 
         next_offset, done = chunk.first_offset, False
         deadline = time.monotonic() + self.chunk_seconds
@@ -325,6 +338,9 @@ class RangeCopier:
                 counts["read"] += 1
                 next_offset = off + 1
                 in_chunk += 1
+                if keep_ts is not None and not keep_ts(msg.timestamp()[1]):
+                    counts["filtered"] += 1
+                    continue
                 out = transform(msg.headers() or (), spec.topic, partition, off, now_ms)
                 if out is None:
                     counts["filtered"] += 1
@@ -396,6 +412,15 @@ class RangeCopier:
                 f"flow {self.flow.name}: {left} record(s) of {spec.topic}[{spec.partition}] offsets {chunk.first_offset}..{next_offset - 1} "
                 f"not acknowledged by {self.flow.target} within 120s; rolled back, nothing of them committed"
             )
+        if self.seed_map_topic and chunk.pairs:
+            from kafka_dr.core.failback import runs_from_pairs, seed_map_key, seed_map_value
+
+            for run in runs_from_pairs(chunk.pairs):
+                producer.produce(self.seed_map_topic, key=seed_map_key(spec.target_topic, spec.partition, run.source_start),
+                                 value=seed_map_value(run))
+            if producer.flush(60):
+                self._abort(producer)
+                raise TimeoutError(f"flow {self.flow.name}: seed map of {spec.topic}[{spec.partition}] not acknowledged; rolled back")
         meta = encode_metadata(spec.topic, int(self.clock() * 1000))
         producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)
         producer.commit_transaction(60)

@@ -157,6 +157,24 @@ class Lab:
             os.kill(pid, signal.SIGKILL)
             _wait_gone(pid, 10)
 
+    def rebuild(self, name: str, timeout: float = 90.0) -> str:
+        """Replace one cluster by a new, empty one on the same ports (the fail-forward drill):
+        stop it, delete its data, format and start it. Returns the new cluster id, which the
+        lab's config file then carries."""
+        c = self._named(name)
+        self._stop(c, 30)
+        shutil.rmtree(self._cluster_dir(name) / "data", ignore_errors=True)
+        self.start(name, timeout)
+        new_id = self._wait_ready(c, timeout)
+        state = self._load()
+        for entry in state["clusters"]:
+            if entry["name"] == name:
+                entry["cluster_id"] = new_id
+        self._save(state)
+        clusters = self.clusters()
+        self.config_file.write_text(lab_config_yaml(clusters, {e["name"]: e["cluster_id"] for e in state["clusters"]}))
+        return new_id
+
     def down(self, wipe: bool = False) -> None:
         for c in self.clusters():
             self._stop(c, 30)
