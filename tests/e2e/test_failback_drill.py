@@ -115,26 +115,41 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
         run_failback(cfg, "east", "west", "reseed", groups=group, dry_run=True)
     dry = run_failback(cfg, "east", "west", "resync", groups=group, dry_run=True)
     would = dry["copy"]["would_copy"]
-    assert (would["east_to_west"][topic_name], would["west_to_east"][topic_name]) == (20, 50), would
+    # east's 20 late records, plus the west copies behind its progress that the loop policy skips
+    assert would["east_to_west"][topic_name] >= 20 and would["west_to_east"][topic_name] == 50, would
     assert read_state(cfg).active_cluster == "west", "a dry run changed the state"
 
+    west_position = committed(cfg.cluster("west"), group, topic_name)
     summary = run_failback(cfg, "east", "west", "resync", groups=group, dry_run=False)
     assert summary["copy"]["arrived_out_of_order_on_survivor"] == 20  # east's records that never reached west
     assert summary["gate"]["differences"] == 0
     state = read_state(cfg)
     assert (state.active_cluster, state.failed_clusters) == ("east", ())
-    east_records, _ = assert_same_records(cfg, topic_name)
+    _, west_records = assert_same_records(cfg, topic_name)
 
-    # back on east, the group reads every record it had not read on either cluster; it never
-    # re-reads an east record it had read before the outage
-    resumed = _consume(cfg.cluster("east"), group, topic_name, None)
-    read = {_identity(m, "east") for m in read_on_east} | {_identity(m, "west") for m in read_on_west}
-    now = [_identity(m, "east") for m in resumed]
-    everything = {_identity_of(r, "east") for r in east_records}
-    assert everything - read - set(now) == set(), "records skipped after the failback"
-    assert not set(now) & {_identity(m, "east") for m in read_on_east}, "east records read twice"
+    # back on east the group reads every record it had not read on west (east's late records
+    # included, which reached west behind its position); it may re-read west records that sit
+    # behind those on east, never an east record it had read before the outage
+    resumed = [_identity(m, "east") for m in _consume(cfg.cluster("east"), group, topic_name, None)]
+    unread = {_identity_of(r, "west") for r in west_records if r.offset >= west_position[r.partition]}
+    assert unread and unread - set(resumed) == set(), f"records skipped after the failback: {sorted(unread - set(resumed))[:5]}"
+    assert not set(resumed) & {_identity(m, "east") for m in read_on_east}, "east records read twice"
+    assert len(resumed) == len(set(resumed))
+    rereads = len(set(resumed) - unread)
+    assert all(i[0] == "west" for i in set(resumed) - unread), "only west records may be re-read"
+    print(f"resync drill: group resumed on east with {len(unread)} unread record(s) and {rereads} re-read(s)")
 
     normal_flows_without_loops(path, cfg, spark, topic_name)
+
+
+def committed(cluster, group: str, topic: str) -> dict[int, int]:
+    from confluent_kafka import TopicPartition
+
+    c = clients.consumer(cluster, group)
+    try:
+        return {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in (0, 1)], timeout=30)}
+    finally:
+        c.close()
 
 
 def _identity_of(record, here: str) -> tuple:
@@ -158,15 +173,7 @@ def test_failback_reseed_after_east_is_rebuilt_empty(drill_lab, spark, tmp_path,
         assert e_p == w_p, f"partition {p}: order on the rebuilt east differs from west"
     assert sum(1 for r in east_records if ORIGIN not in dict(r.headers)) == 80  # e1; e2 was lost with the old east
     # the group resumes on east exactly where it stopped on west
-    committed_west = {}
-    c = clients.consumer(cfg.cluster("west"), group)
-    try:
-        from confluent_kafka import TopicPartition
-
-        for tp in c.committed([TopicPartition(topic_name, p) for p in (0, 1)], timeout=30):
-            committed_west[tp.partition] = tp.offset
-    finally:
-        c.close()
+    committed_west = committed(cfg.cluster("west"), group, topic_name)
     expected = [(r.partition, r.key, r.value) for r in west_before if r.offset >= committed_west[r.partition]]
     resumed = _consume(cfg.cluster("east"), group, topic_name, None)
     got = [(m.partition(), m.key(), m.value()) for m in resumed]

@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import TopicPartition
 
 from kafka_dr.core import offsets as core_offsets
 from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy, TopicSelection
@@ -440,7 +440,7 @@ def move_groups_back(cfg: DrConfig, recovered: str, survivor: str, mode: str, gr
         if inactive and not dry_run:
             c = clients.consumer(tgt, group, resolve)
             try:
-                c.commit(offsets=[TopicPartition(r["topic"], r["partition"], r["target_offset"]) for r in rows], asynchronous=False)
+                _commit(c, [TopicPartition(r["topic"], r["partition"], r["target_offset"]) for r in rows])
             finally:
                 c.close()
         report += rows
@@ -450,6 +450,23 @@ def move_groups_back(cfg: DrConfig, recovered: str, survivor: str, mode: str, gr
 # --- step 5 -----------------------------------------------------------------------------
 
 
+def _commit(consumer, tps: list[TopicPartition]) -> None:
+    """Commit, waiting while a (re)started cluster's group coordinator loads."""
+    from confluent_kafka import KafkaException
+
+    from kafka_dr.kafka.copier import COORDINATOR_BUSY
+
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            consumer.commit(offsets=tps, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
 def _commit_progress(cfg: DrConfig, flow: FlowConfig, positions: dict[tuple[str, int], int], resolve) -> None:
     """Set ``flow``'s committed progress (on its target) to ``positions`` ({(target topic, p): next source offset})."""
     if not positions:
@@ -457,17 +474,7 @@ def _commit_progress(cfg: DrConfig, flow: FlowConfig, positions: dict[tuple[str,
     c = clients.consumer(cfg.cluster(flow.target), progress_group(cfg.internal_prefix, flow.name), resolve)
     now = int(time.time() * 1000)
     try:
-        for attempt in range(30):
-            try:
-                c.commit(offsets=[TopicPartition(t, p, o, encode_metadata(t, now)) for (t, p), o in positions.items()],
-                         asynchronous=False)
-                return
-            except Exception as e:  # noqa: BLE001 - coordinator still loading on a fresh cluster
-                code = getattr(getattr(e, "args", [None])[0], "code", lambda: None)()
-                if code not in (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                                KafkaError.COORDINATOR_NOT_AVAILABLE) or attempt == 29:
-                    raise
-                time.sleep(1)
+        _commit(c, [TopicPartition(t, p, o, encode_metadata(t, now)) for (t, p), o in positions.items()])
     finally:
         c.close()
 
@@ -478,10 +485,13 @@ def hand_over_seed(cfg: DrConfig, recovered: str, survivor: str, topics: str | N
     (everything on it is already on the survivor)."""
     from kafka_dr.kafka.offset_translation import _ranges
 
+    from kafka_dr.core.loop import router_for
+
     seed = seed_flow(cfg, recovered, survivor, topics)
+    router = router_for(cfg, seed)  # the topics the seed copied, the heartbeat topic included
     out: dict = {}
     s_md = clients.admin(cfg.cluster(survivor), resolve).list_topics(timeout=15).topics
-    keys = [(t, p) for t, m in s_md.items() if m.error is None and seed.topics.selects(t) for p in m.partitions]
+    keys = [(t, p) for t, m in s_md.items() if m.error is None and router.selects(t) for p in m.partitions]
     seed_progress = read_committed_progress(cfg, seed, keys, resolve)
     for f in _flows(cfg, survivor, recovered):
         _commit_progress(cfg, f, {k: v["next_offset"] for k, v in seed_progress.items()}, resolve)
