@@ -247,3 +247,29 @@ def test_failover_drill_on_a_compacted_topic(lab, lab_config, spark, tmp_path, t
         assert resumed.get(0) == [o for o in offsets if o >= x], "skipped or re-read records on a compacted topic"
     finally:
         lab.start("east")
+
+
+def test_failback_dag_dry_run_reports_and_changes_nothing(lab, lab_config, airflow_db, tmp_path, topic_name):
+    """dr_failback runs for real: a forced dry run (east is not recorded as failed here) walks
+    every task, reports what each direction would read, and writes nothing."""
+    from kafka_dr.airflow.failback_dag import build_failback_dag
+
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    for c in (east, west):
+        ensure_topic(clients.admin(c), topic_name, partitions=2)
+    produce_varied(west, topic_name, "w", 12, 2)
+    cfg = load_config(isolated_config(lab, tmp_path, topic_name))
+    before = read_state(cfg)
+    run = build_failback_dag(cfg).test(run_conf={"recovered_cluster": "east", "surviving_cluster": "west", "mode": "resync",
+                                                  "dry_run": True, "force": True})
+    assert str(run.state) == "success", _task_states(run)
+    assert read_state(cfg) == before
+    states = _task_states(run)
+    assert set(states) >= {"check_ready", "copy_until_caught_up", "data_quality_gate", "move_consumer_groups_back",
+                           "restart_flows", "summary"} and set(states.values()) == {"success"}, states
+
+    refused = build_failback_dag(cfg)
+    for t in refused.tasks:
+        t.retries = 0
+    run = refused.test(run_conf={"recovered_cluster": "east", "surviving_cluster": "west", "mode": "resync", "dry_run": True})
+    assert str(run.state) == "failed" and _task_states(run)["check_ready"] == "failed"  # east is not recorded as failed
