@@ -22,6 +22,7 @@ from kafka_dr.core.config import (
     BUILTIN_INTERNAL_PATTERNS,
     Alerts,
     ClusterConfig,
+    DataQuality,
     DrConfig,
     EmailAlert,
     FlowConfig,
@@ -243,7 +244,7 @@ class _Ctx:
 
 
 _TOP_KEYS = {"clusters", "flows", "schedules", "thresholds", "alerts", "spark", "schema_mirror", "distribution", "internal_prefix",
-             "topic_config", "preflight"}
+             "topic_config", "preflight", "data_quality"}
 _CLUSTER_KEYS = {"bootstrap_servers", "client", "connection", "cluster_id", "schema_registry"}
 _FLOW_KEYS = {
     "name", "source", "target", "topics", "loop_policy", "provenance_rule", "prefix_separator",
@@ -271,6 +272,8 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
     topic_config = TopicConfigSync(exclude=ctx.patterns(tc.get("exclude"), "topic_config.exclude", ()))
     pf = ctx.mapping(top.get("preflight"), "preflight", {"exclude_topics"})
     preflight = Preflight(exclude_topics=ctx.patterns(pf.get("exclude_topics"), "preflight.exclude_topics", ()))
+    dq = ctx.mapping(top.get("data_quality"), "data_quality", {"dir"})
+    data_quality = DataQuality(dir=ctx.typed(dq.get("dir"), "data_quality.dir", str))
     schema_mirror = _schema_mirror(ctx, top.get("schema_mirror"), clusters)
     distribution = None
     if "distribution" in top:
@@ -302,6 +305,7 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
         schema_mirror=schema_mirror,
         topic_config=topic_config,
         preflight=preflight,
+        data_quality=data_quality,
         distribution=distribution,
         internal_prefix=internal_prefix,
         source_path=source,
