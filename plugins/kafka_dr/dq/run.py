@@ -58,9 +58,9 @@ def run_data_quality(config: DrConfig, spark=None, flows: list[str] | None = Non
             from kafka_dr.spark.job import spark_session
 
             spark = spark_session(config, "kafka-dr-data-quality", config.spark.master)
-        from kafka_dr.spark.comparison import comparison_frame
+        from kafka_dr.spark.comparison import comparison_rows
 
-        rows = [r.asDict() for r in comparison_frame(spark, config.source_path, windows).collect()]  # one row per window
+        rows = comparison_rows(spark, config.source_path, windows)  # one row per window
     t_compare = time.monotonic()
     rows += schema_rows(config, resolve)
     rows += config_rows(config, chosen, topics, resolve)

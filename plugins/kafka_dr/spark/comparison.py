@@ -205,18 +205,20 @@ def records_frame(spark, config_path: str, windows: list[PartitionWindow]):
 
 
 def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
-    """One row per window with both sides' figures (``kind = 'partition'``), computed by Spark."""
+    """One row per window with both sides' figures (``kind = 'partition'``), computed by Spark;
+    returned with the persisted per-record frame it is built on (unpersist it when done)."""
+    from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     keys = ["flow", "topic", "partition"]
     ident = ["id_cluster", "id_topic", "id_part", "id_offset"]
-    recs = records_frame(spark, config_path, windows)
-    src = recs.where((F.col("side") == "s") & F.col("eligible")).select(*keys, *ident, F.col("offset").alias("src_offset"))
+    recs = records_frame(spark, config_path, windows).persist(StorageLevel.MEMORY_AND_DISK)  # read Kafka once
+    src = recs.where((F.col("side") == "s") & F.col("eligible")).select(*keys, *ident, "digest", F.col("offset").alias("src_offset"))
     tgt = recs.where(F.col("side") == "t")
 
     # target copies matched to eligible source records, and the unexpected ones
-    joined = tgt.join(src, on=[*keys, *ident], how="left")
+    joined = tgt.join(src.drop("digest"), on=[*keys, *ident], how="left")
     matched = F.col("src_offset").isNotNull()
     in_comparison = joined.where(matched | F.col("unexpected_candidate"))
     order = Window.partitionBy(*keys).orderBy("offset")
@@ -237,7 +239,7 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
         F.sum(F.col("self_origin").cast("long")).alias("self_origin"),
         F.sum(F.col("malformed").cast("long")).alias("malformed_provenance"),
     )
-    sside = recs.where((F.col("side") == "s") & F.col("eligible")).groupBy(*keys).agg(
+    sside = src.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("source_count"), F.sum(F.col("digest").cast("decimal(38,0)")).alias("source_sum"))
 
     plan = spark.createDataFrame(
@@ -262,4 +264,13 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
                F.lit(None).cast("long").alias("differences"),
                F.lit(None).cast("string").alias("detail"),
            ))
-    return out
+    return out, recs
+
+
+def comparison_rows(spark, config_path: str, windows: list[PartitionWindow]) -> list[dict]:
+    """:func:`comparison_frame` computed: one small dict per window (records stay in Spark)."""
+    frame, recs = comparison_frame(spark, config_path, windows)
+    try:
+        return [r.asDict() for r in frame.collect()]
+    finally:
+        recs.unpersist()
