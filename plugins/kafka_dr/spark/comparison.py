@@ -225,16 +225,18 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
     in_comparison = in_comparison.withColumn(
         "ooo", F.when(matched & (F.col("src_offset") < F.lag(F.when(matched, F.col("src_offset"))).over(order)), 1).otherwise(0))
     latency = F.when(matched & F.col("origin_ts").isNotNull(), F.greatest(F.col("origin_ts") - F.col("timestamp"), F.lit(0)))
+    # no countDistinct beside percentile_approx: Spark's distinct-aggregate rewrite would merge
+    # one quantile digest per row (minutes for a million records); count copies per key instead
     tside = in_comparison.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("target_count"),
         F.sum(F.col("digest").cast("decimal(38,0)")).alias("target_sum"),
-        F.sum(F.when(matched, 1).otherwise(0)).alias("copies"),
-        F.countDistinct(F.when(matched, F.col("src_offset"))).alias("distinct_copies"),
         F.sum(F.when(matched, 0).otherwise(1)).alias("unexpected"),
         F.sum("ooo").alias("out_of_order"),
         F.percentile_approx(latency, 0.5).alias("latency_p50_ms"),
         F.percentile_approx(latency, 0.99).alias("latency_p99_ms"),
     )
+    per_copy = in_comparison.where(matched).groupBy(*keys, "src_offset").agg(F.count(F.lit(1)).alias("n"))
+    copies = per_copy.groupBy(*keys).agg(F.sum("n").alias("copies"), F.count(F.lit(1)).alias("distinct_copies"))
     inv = tgt.groupBy(*keys).agg(
         F.sum(F.col("self_origin").cast("long")).alias("self_origin"),
         F.sum(F.col("malformed").cast("long")).alias("malformed_provenance"),
@@ -246,7 +248,7 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
         [(w.flow, w.source, w.target, w.topic, w.target_topic, w.partition, w.start, w.end) for w in windows],
         "flow string, source string, target string, topic string, target_topic string, partition long, window_start long, window_end long")
     z = F.lit(0).cast("long")
-    out = (plan.join(sside, keys, "left").join(tside, keys, "left").join(inv, keys, "left")
+    out = (plan.join(sside, keys, "left").join(tside, keys, "left").join(copies, keys, "left").join(inv, keys, "left")
            .select(
                F.lit("partition").alias("kind"), "flow", "source", "target", "topic", "target_topic", "partition", "window_start", "window_end",
                F.coalesce("source_count", z).alias("source_count"),
