@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     fb.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
     fb.add_argument("--force", action="store_true", help="even if not recorded as failed, or (reseed) not empty")
     fb.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
+    dq = sub.add_parser("dq", help="compare the clusters and validate the data-quality expectations (local Spark)")
+    dq.add_argument("rest", nargs=argparse.REMAINDER, help="--config PATH [--flow NAME] [--topic NAME] ... (see kafka-dr dq --help)")
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -128,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             if "--master" not in rest:
                 rest = [*rest, "--master", "local[*]"]
             return replicate_main(rest)
+        if args.cmd == "dq":
+            from kafka_dr.dq.cli import main as dq_main
+
+            return dq_main(args.rest)
         if args.cmd == "failover":
             import json
             import os

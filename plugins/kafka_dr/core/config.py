@@ -211,6 +211,14 @@ class Preflight:
 
 
 @dataclass(frozen=True)
+class DataQuality:
+    """Data-quality settings: where the GX runtime context (results, Data Docs) is written;
+    ``None``: ``data-quality/`` next to the config file."""
+
+    dir: str | None = None
+
+
+@dataclass(frozen=True)
 class DrConfig:
     """The whole configuration. Build it with ``load_config``/``parse_config``."""
 
@@ -225,6 +233,7 @@ class DrConfig:
     topic_config: TopicConfigSync = field(default_factory=TopicConfigSync)
     preflight: Preflight = field(default_factory=Preflight)
     consumer_groups: ConsumerGroups = field(default_factory=ConsumerGroups)
+    data_quality: DataQuality = field(default_factory=DataQuality)
     internal_prefix: str = "_kafka_dr"
     source_path: str | None = None  #: where it was loaded from, for messages
 

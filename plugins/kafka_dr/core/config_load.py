@@ -23,6 +23,7 @@ from kafka_dr.core.config import (
     Alerts,
     ClusterConfig,
     ConsumerGroups,
+    DataQuality,
     DrConfig,
     EmailAlert,
     FlowConfig,
@@ -244,7 +245,7 @@ class _Ctx:
 
 
 _TOP_KEYS = {"clusters", "flows", "schedules", "thresholds", "alerts", "spark", "schema_mirror", "distribution", "internal_prefix",
-             "topic_config", "preflight", "consumer_groups"}
+             "topic_config", "preflight", "consumer_groups", "data_quality"}
 _CLUSTER_KEYS = {"bootstrap_servers", "client", "connection", "cluster_id", "schema_registry"}
 _FLOW_KEYS = {
     "name", "source", "target", "topics", "loop_policy", "provenance_rule", "prefix_separator",
@@ -275,6 +276,8 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
     cg = ctx.mapping(top.get("consumer_groups"), "consumer_groups", {"allow", "deny"})
     consumer_groups = ConsumerGroups(allow=ctx.patterns(cg.get("allow"), "consumer_groups.allow", (".*",), "group name"),
                                      deny=ctx.patterns(cg.get("deny"), "consumer_groups.deny", (), "group name"))
+    dq = ctx.mapping(top.get("data_quality"), "data_quality", {"dir"})
+    data_quality = DataQuality(dir=ctx.typed(dq.get("dir"), "data_quality.dir", str))
     schema_mirror = _schema_mirror(ctx, top.get("schema_mirror"), clusters)
     distribution = None
     if "distribution" in top:
@@ -307,6 +310,7 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
         topic_config=topic_config,
         preflight=preflight,
         consumer_groups=consumer_groups,
+        data_quality=data_quality,
         distribution=distribution,
         internal_prefix=internal_prefix,
         source_path=source,

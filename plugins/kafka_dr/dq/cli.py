@@ -1,0 +1,34 @@
+"""``kafka-dr dq``: one data-quality run from the command line (also the spark-submit entry's
+body, ``spark_jobs/data_quality.py``). Exit 0 when every check passed, 1 when one failed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kafka-dr dq", description="Compare the clusters and validate the expectations.")
+    p.add_argument("--config", default=os.environ.get("KAFKA_DR_CONFIG"), help="kafka-dr YAML (default $KAFKA_DR_CONFIG)")
+    p.add_argument("--flow", action="append", dest="flows", help="only this flow (repeatable; default every enabled flow)")
+    p.add_argument("--topic", action="append", dest="topics", help="only this source topic (repeatable)")
+    p.add_argument("--master", default=None, help="Spark master (default: spark.master of the config)")
+    p.add_argument("--no-publish", action="store_true", help="do not write the summary to <prefix>.dq-results")
+    a = p.parse_args(argv)
+    if not a.config:
+        p.error("--config or $KAFKA_DR_CONFIG is required")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+
+    from kafka_dr.core.config_load import load_config
+    from kafka_dr.dq import run_data_quality
+    from kafka_dr.spark.job import spark_session
+
+    cfg = load_config(a.config)
+    spark = spark_session(cfg, "kafka-dr-data-quality", a.master or cfg.spark.master)
+    result = run_data_quality(cfg, spark, flows=a.flows, topics=a.topics, publish_results=not a.no_publish)
+    print(result.summary())
+    print(json.dumps({**result.to_record(), "figures": dict(result.figures)}))
+    return 0 if result.success else 1

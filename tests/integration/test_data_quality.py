@@ -1,0 +1,183 @@
+"""``dr_data_quality`` against the real lab (issue #7's "done when").
+
+After replication the DAG is green and Data Docs show the run; then one fault of each kind is
+injected into its own topic (a record deleted on the target, a record altered, a record with
+forged provenance, a duplicated record), plus a topic-config drift and a schema-registry
+mismatch, and one DAG run must name every one of them, precisely, in the alert that reaches
+the local SMTP receiver and the webhook.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+from kafka_checks import read_topic, varied_rows
+from kafka_dr.core.config_load import load_config
+from kafka_dr.core.dq import results_topic
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.schema_mirror import mirror
+from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.writing import produce_all
+from receivers import SmtpReceiver, WebhookReceiver
+from test_dag_runs import _task_states
+from test_replication import run_all
+from test_schema_mirror import ORDER_V1, ORDER_V2, skey, sval
+
+pytestmark = [pytest.mark.lab, pytest.mark.airflow]
+
+
+@pytest.fixture
+def receivers():
+    hook, smtp = WebhookReceiver(), SmtpReceiver()
+    yield hook, smtp
+    hook.close()
+    smtp.close()
+
+
+def dq_config(lab, tmp_path: Path, topics: list[str], hook, smtp) -> Path:
+    """The lab's config narrowed to ``topics``, with its own registry topics, alerts to the
+    local receivers and Data Docs under ``tmp_path``."""
+    doc = yaml.safe_load(lab.config_file.read_text())
+    uid = uuid.uuid4().hex[:6]
+    for f in doc["flows"]:
+        f["topics"] = {"allow": topics}
+        f["mode"] = "incremental"
+    for c in doc["clusters"].values():
+        c["schema_registry"] = {"topic": f"_schemas_dq_{uid}"}
+    doc["schema_mirror"] = {"primary": "east", "targets": ["west"]}
+    doc["alerts"] = {"webhook": {"url": hook.url}, "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "to": ["oncall@example.com"]}}
+    doc["data_quality"] = {"dir": str(tmp_path / "dq")}
+    # latency = first replication time - record timestamp; on the shared 2-core lab a Spark
+    # replication run starts a minute or more after the records were produced
+    doc["thresholds"] = {"latency_p99_max_seconds": 900}
+    path = tmp_path / "kafka-dr.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def produce_now(cluster, topic: str, tag: str, n: int, partitions: int) -> None:
+    """Varied records (null keys and values, repeated and binary headers) stamped now, so the
+    replication latency the check measures is the real one."""
+    produce_all(clients.producer(cluster), topic, varied_rows(tag, n, partitions, t0_ms=int(time.time() * 1000)))
+
+
+def replicated_setup(lab, lab_config, spark, tmp_path, receivers, topics: list[str], partitions: int):
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    hook, smtp = receivers
+    path = dq_config(lab, tmp_path, topics, hook, smtp)
+    cfg = load_config(path)
+    for t in topics:
+        for c in (east, west):
+            ensure_topic(clients.admin(c), t, partitions=partitions)
+        produce_now(east, t, "east", 60, partitions)
+        produce_now(west, t, "west", 20, partitions)
+    registry = cfg.cluster("east").schema_registry.topic
+    ensure_topic(clients.admin(east), registry, partitions=1, config={"cleanup.policy": "compact"})
+    produce_all(clients.producer(east), registry, [(skey("orders-value", 1), sval("orders-value", 1, 1, ORDER_V1), None, None, 0)])
+    mirror(cfg, "west")
+    run_all(path, spark, topics[0])  # one run per flow copies every allowed topic
+    return cfg, east, west
+
+
+def strict(dag):
+    for t in dag.tasks:
+        t.retries = 0
+    return dag
+
+
+def test_green_after_replication_with_data_docs(lab, lab_config, airflow_db, spark, tmp_path, receivers, topic_name):
+    from kafka_dr.airflow.data_quality_dag import build_data_quality_dag
+    from kafka_dr.dq import run_data_quality
+
+    cfg, east, west = replicated_setup(lab, lab_config, spark, tmp_path, receivers, [topic_name], partitions=3)
+    result = run_data_quality(cfg, spark)
+    assert result.success, result.summary()
+    assert result.failures == [] and result.checked_partitions == 6  # 2 flows x 3 partitions
+    assert result.figures["records_source"] == result.figures["records_target"] == 80, result.figures
+    print("data quality figures:", result.figures)
+    docs = Path(result.docs_path)
+    assert docs.name == "index.html" and docs.is_file()
+    assert any(result.run_id in p.read_text() for p in docs.parent.rglob("*.html")), "Data Docs do not show the run"
+
+    # the summary is on every cluster, for the status page
+    for c in (east, west):
+        records = [json.loads(r.value) for r in read_topic(c, results_topic(cfg.internal_prefix))]
+        mine = [r for r in records if r["run_id"] == result.run_id]
+        assert mine == [result.to_record()] and mine[0]["success"] is True
+
+    run = build_data_quality_dag(cfg).test()
+    assert str(run.state) == "success", _task_states(run)
+    hook, smtp = receivers
+    assert hook.received == [] and smtp.messages == []
+
+
+def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spark, tmp_path, receivers, topic_name):
+    from kafka_dr.airflow.data_quality_dag import build_data_quality_dag
+
+    t_del, t_alt, t_forged, t_dup = (f"{topic_name}.{k}" for k in ("del", "alt", "forged", "dup"))
+    cfg, east, west = replicated_setup(lab, lab_config, spark, tmp_path, receivers, [t_del, t_alt, t_forged, t_dup], partitions=1)
+    admin = clients.admin(west)
+    copies = {t: [r for r in read_topic(west, t) if any(k == "dr.origin" for k, _ in r.headers)] for t in (t_alt, t_dup)}
+
+    # 1. two records deleted on the target (the topic truncated before its 2nd copy's offset)
+    first_copy = min(r.offset for r in read_topic(west, t_del) if any(k == "dr.origin" for k, _ in r.headers))
+    for _, fut in admin.delete_records([TopicPartition(t_del, 0, first_copy + 2)]).items():
+        fut.result(30)
+    # 2. a record altered: the partition emptied and written back with one value changed
+    end = max(r.offset for r in read_topic(west, t_alt)) + 1
+    for _, fut in admin.delete_records([TopicPartition(t_alt, 0, end)]).items():
+        fut.result(30)
+    rows = [(r.key, (b"ALTERED" if i == 7 else r.value), list(r.headers), r.timestamp_ms, 0) for i, r in enumerate(copies[t_alt])]
+    produce_all(clients.producer(west), t_alt, rows)
+    # 3. an extra record with forged provenance (names an east offset the flow never copied)
+    forged = [("dr.origin", b"east"), ("dr.origin.topic", t_forged.encode()), ("dr.origin.part", b"0"),
+              ("dr.origin.offset", b"100000"), ("dr.origin.ts", str(int(time.time() * 1000)).encode())]
+    produce_all(clients.producer(west), t_forged, [(b"k", b"forged", forged, None, 0)])
+    # 4. a copy duplicated
+    dup = copies[t_dup][5]
+    produce_all(clients.producer(west), t_dup, [(dup.key, dup.value, list(dup.headers), dup.timestamp_ms, 0)])
+    # 5. a topic-config drift on the target
+    res = ConfigResource(ConfigResource.Type.TOPIC, t_dup, incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    for _, fut in admin.incremental_alter_configs([res]).items():
+        fut.result(30)
+    # 6. a schema registered on the target only
+    produce_all(clients.producer(west), cfg.cluster("west").schema_registry.topic,
+                [(skey("orders-value", 2), sval("orders-value", 2, 2, ORDER_V2), None, None, 0)])
+
+    run = strict(build_data_quality_dag(cfg)).test()
+    assert str(run.state) == "failed"
+    hook, smtp = receivers
+    assert len(hook.received) == 1 and hook.received[0]["task_id"] == "validate"
+    error = hook.received[0]["error"]
+    lines = [ln.strip().removeprefix("- ") for ln in error.splitlines()]
+
+    def named(check: str, topic: str, *figures: str) -> list[str]:
+        where = f"flow east_to_west east/{topic}[0] -> west/{topic}[0]"
+        return [ln for ln in lines if ln.startswith(f"{check}: {where}") and all(f in ln for f in figures)]
+
+    assert named("no_missing", t_del, "missing=2")
+    assert named("counts_equal", t_del, "source_count=60, target_count=58")
+    assert named("checksums_equal", t_alt)
+    assert not named("counts_equal", t_alt) and not named("no_missing", t_alt) and not named("no_duplicates", t_alt)
+    assert named("no_unexpected", t_forged, "unexpected=1")
+    assert named("counts_equal", t_forged, "source_count=60, target_count=61")
+    assert named("no_duplicates", t_dup, "duplicated=1")
+    assert not named("no_missing", t_dup)
+    assert [ln for ln in lines if ln.startswith(f"topic_config_parity: topic configs flow east_to_west east/{t_dup} -> west/{t_dup}")
+            and "retention.ms: target 3600000, source (default)" in ln]
+    assert [ln for ln in lines if ln.startswith("schema_registry_equal: schema registry east/") and "differences=1" in ln]
+    # nothing is reported about the other flow, whose records were left alone
+    assert not [ln for ln in lines if "flow west_to_east" in ln and not ln.startswith("topic_config_parity")]
+
+    assert len(smtp.messages) == 1 and smtp.messages[0]["to"] == ["<oncall@example.com>"]
+    mail = smtp.messages[0]["data"]
+    assert "dr_data_quality.validate failed" in mail and "no_missing: flow east_to_west" in mail and "schema_registry_equal" in mail
