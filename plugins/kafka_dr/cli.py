@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             import json
             import os
 
+            from kafka_dr.core.dq import DataQualityFailed
             from kafka_dr.core.failback import FailbackRefused
             from kafka_dr.kafka.failback import GateFailed, format_summary, run_failback
             from kafka_dr.lab.lab import Lab
@@ -162,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 summary = run_failback(load_config(path), args.recovered, args.survivor, args.mode, args.groups, args.topics,
                                        args.dry_run, args.force, args.since_ms, args.until_ms)
-            except (FailbackRefused, GateFailed) as e:
+            except (FailbackRefused, GateFailed, DataQualityFailed) as e:
                 print(f"kafka-dr failback: stopped: {e}", file=sys.stderr)
                 return 1
             print(format_summary(summary))

@@ -122,7 +122,7 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     west_position = committed(cfg.cluster("west"), group, topic_name)
     summary = run_failback(cfg, "east", "west", "resync", groups=group, dry_run=False)
     assert summary["copy"]["arrived_out_of_order_on_survivor"] == 20  # east's records that never reached west
-    assert summary["gate"]["differences"] == 0
+    assert summary["gate"]["differences"] == 0 and summary["gate"]["data_quality"]["checked_partitions"] >= 4
     state = read_state(cfg)
     assert (state.active_cluster, state.failed_clusters) == ("east", ())
     _, west_records = assert_same_records(cfg, topic_name)
@@ -140,6 +140,14 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     print(f"resync drill: group resumed on east with {len(unread)} unread record(s) and {rereads} re-read(s)")
 
     normal_flows_without_loops(path, cfg, spark, topic_name)
+
+    # a record on east that west does not have stops the gate, named with where it sits
+    from kafka_dr.kafka.failback import GateFailed, gate
+    from kafka_dr.kafka.writing import produce_all
+
+    produce_all(clients.producer(cfg.cluster("east")), topic_name, [(b"forged", b"x", [("dr.origin", b"west")], None, 1)])
+    with pytest.raises(GateFailed, match=rf"{topic_name}\[1\]: east@\[\d+\] not on west"):
+        gate(cfg, "east", "west", "resync")
 
 
 def committed(cluster, group: str, topic: str) -> dict[int, int]:
@@ -164,7 +172,7 @@ def test_failback_reseed_after_east_is_rebuilt_empty(drill_lab, spark, tmp_path,
     drill_lab.rebuild("east")
 
     summary = run_failback(cfg, "east", "west", "reseed", groups=group, dry_run=False)
-    assert summary["gate"]["differences"] == 0
+    assert summary["gate"]["differences"] == 0 and summary["gate"]["data_quality"]["checked_partitions"] >= 2
     east_records, west_records = assert_same_records(cfg, topic_name)
     # provenance as if no outage happened: east's own records are local again, in west's order
     for p in (0, 1):

@@ -265,6 +265,10 @@ def copy_until_caught_up(cfg: DrConfig, recovered: str, survivor: str, mode: str
         raise RuntimeError(f"failback {survivor} -> {recovered}: still copying after {max_rounds} rounds ({totals}); "
                            f"the survivor's producers write faster than the failback copies")
     report = {"mode": mode, "rounds": rounds, "written": totals}
+    if mode == RESEED:
+        # the normal flows take over now (they stay skipped until restart_flows clears the
+        # failed mark), so the data-quality gate can compare them at their watermarks
+        report["handover"] = hand_over_seed(cfg, recovered, survivor, topics, resolve)
     if mode == RESYNC:
         # the recovered cluster's records that had not reached the survivor before the outage
         # arrive there now, after the outage writes
@@ -338,7 +342,28 @@ def gate(cfg: DrConfig, recovered: str, survivor: str, mode: str, topics: str | 
     if problems:
         raise GateFailed(f"failback gate: {recovered} and {survivor} differ in {len(problems)} place(s): " + "; ".join(problems[:20]),
                          problems)
-    return {"partitions": len(partitions), "records_checked": checked, "differences": 0}
+    out = {"partitions": len(partitions), "records_checked": checked, "differences": 0}
+    out["data_quality"] = data_quality_gate(cfg, recovered, survivor, mode, sorted({t for t, _ in partitions}) if topics and topics != ".*" else None,
+                                            resolve)
+    return out
+
+
+def data_quality_gate(cfg: DrConfig, recovered: str, survivor: str, mode: str, topics: list[str] | None,
+                      resolve: SecretResolver | None = None) -> dict:
+    """The data-quality comparison (Spark + GX) of the configured flows between the two, at
+    their watermarks. After a reseed only survivor -> recovered is compared: the recovered
+    cluster's own records sit at new offsets, which the survivor's provenance cannot name."""
+    from kafka_dr.core.dq import DataQualityFailed
+    from kafka_dr.dq import run_data_quality
+
+    flows = [f.name for f in cfg.flows if f.enabled and {f.source, f.target} == {recovered, survivor}
+             and (mode == RESYNC or f.source == survivor)]
+    if not flows:
+        return {"skipped": f"no configured flow {survivor} -> {recovered} to compare"}
+    result = run_data_quality(cfg, flows=flows, topics=topics, resolve=resolve)
+    if not result.success:
+        raise DataQualityFailed(result)
+    return {"run_id": result.run_id, "checked_partitions": result.checked_partitions, "docs_path": result.docs_path}
 
 
 class GateFailed(RuntimeError):
@@ -512,8 +537,6 @@ def restart_flows(cfg: DrConfig, recovered: str, survivor: str, mode: str, dry_r
         return {**out, "state": "already recorded", "version": state.version}
     if dry_run:
         return {**out, "state": "would record", "active_cluster": recovered, "version": state.version + 1}
-    if mode == RESEED:
-        out["handover"] = hand_over_seed(cfg, recovered, survivor, topics, resolve)
     event = {"kind": "failback", "mode": mode, "recovered": recovered, "survivor": survivor, "at_ms": int(time.time() * 1000)}
     primary = cfg.schema_mirror.primary if cfg.schema_mirror is not None else recovered
     new = replace(state, version=state.version + 1, active_cluster=recovered, schema_primary=primary,
