@@ -40,6 +40,7 @@ def airflow_env_for(home: Path, config: Path, port: int) -> dict[str, str]:
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
         "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
         "AIRFLOW__API__WORKERS": "1",
+        "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "5",  # a retry after a hiccup comes at once, not in 5 min
         "PYSPARK_PYTHON": sys.executable,
     })
     return env

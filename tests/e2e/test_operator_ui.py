@@ -48,14 +48,19 @@ def browser():
 
 
 def shoot(driver, folder: Path, name: str, full_page: bool = True) -> Path:
-    """A screenshot of the whole page (the window grows to the document's height)."""
+    """A PNG of the page: the whole document (Chromium's DevTools capture) or the window."""
+    import base64
+
     folder.mkdir(parents=True, exist_ok=True)
-    if full_page:
-        height = driver.execute_script("return Math.max(document.body.scrollHeight, document.documentElement.scrollHeight)")
-        driver.set_window_size(1400, max(900, min(int(height) + 40, 3000)))
     path = folder / f"{name}.png"
-    driver.save_screenshot(str(path))
-    driver.set_window_size(1400, 1000)
+    if full_page:
+        size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                                                 "clip": {"x": 0, "y": 0, "width": size["width"],
+                                                                          "height": size["height"], "scale": 1}})
+        path.write_bytes(base64.b64decode(shot["data"]))
+    else:
+        driver.save_screenshot(str(path))
     return path
 
 
@@ -66,10 +71,14 @@ def api_token(base: str, user: str, password: str) -> str:
         return json.loads(r.read())["access_token"]
 
 
-def api_get(base: str, token: str, path: str) -> dict:
+def api_get(base: str, token: str, path: str) -> dict | None:
+    """GET from Airflow's REST API; ``None`` when it is too busy to answer in time (polls retry)."""
     req = urllib.request.Request(f"{base}{path}", headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read())
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return json.loads(r.read())
+    except TimeoutError:
+        return None
 
 
 def wait_for(what: str, fn, timeout: float = 120.0, every: float = 1.0):
@@ -86,12 +95,13 @@ def wait_for(what: str, fn, timeout: float = 120.0, every: float = 1.0):
 
 def ui_config(lab, folder: Path, topic: str) -> Path:
     """The lab's config for a UI session: flows copy only ``topic`` and run when asked
-    (incremental, no schedule), so the scheduler starts no streaming job of its own; the
-    heartbeat threshold leaves room for Airflow's start-up."""
+    (incremental, no schedule), so the scheduler starts no streaming job of its own."""
     doc = yaml.safe_load(lab.config_file.read_text())
     for f in doc["flows"]:
-        f.update({"topics": {"allow": [topic]}, "mode": "incremental", "schedule": None})
-    doc.setdefault("thresholds", {})["heartbeat_max_age_seconds"] = 900
+        f.update({"topics": {"allow": [topic]}, "mode": "incremental", "schedule": "none"})
+    # thresholds with room for a loaded CI machine (Airflow's start-up, Spark's): the judgement
+    # itself is unit tested; here the page must show the figures
+    doc.setdefault("thresholds", {}).update({"heartbeat_max_age_seconds": 900, "latency_p99_max_seconds": 900})
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "kafka-dr.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -240,12 +250,13 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
             driver.find_element(By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']").click()
 
             token = api_token(base, LAB_USER, pw)
-            run = wait_for("a dr_failover run", lambda: (api_get(base, token, "/api/v2/dags/dr_failover/dagRuns?limit=1")["dag_runs"] or [None])[0], 60)
+            run = wait_for("a dr_failover run", lambda: ((api_get(base, token, "/api/v2/dags/dr_failover/dagRuns?limit=1") or {}).get("dag_runs")
+                                                         or [None])[0], 60)
             assert run["conf"]["failed_cluster"] == "east" and run["conf"]["surviving_cluster"] == "west" and run["conf"]["dry_run"] is True
             run_id = run["dag_run_id"]
             done = wait_for("the dr_failover run to finish",
-                            lambda: (lambda r: r if r["state"] in ("success", "failed") else None)(
-                                api_get(base, token, f"/api/v2/dags/dr_failover/dagRuns/{run_id}")), 240, 2)
+                            lambda: (lambda r: r if r and r["state"] in ("success", "failed") else None)(
+                                api_get(base, token, f"/api/v2/dags/dr_failover/dagRuns/{run_id}")), 300, 2)
             assert done["state"] == "success", f"dr_failover {run_id} ended {done['state']}; logs under {home / 'logs'}"
 
             # 4. The summary is readable in the UI: the summary task's XCom, and the status page.

@@ -62,8 +62,9 @@ def test_a_cluster_down_is_critical_and_its_flows_are_unknown_not_guessed():
     assert report.overall == "critical"
     assert "cluster east (e:9092) is unreachable: no answer within 3s" in texts
     assert "the ACTIVE cluster east is unreachable: consider the dr_failover DAG" in texts
-    w2e = report.flows[1]
-    assert (w2e.heartbeat_status, w2e.heartbeat_age_seconds, w2e.lag_records) == ("unknown", None, None)
+    e2w, w2e = report.flows
+    assert (w2e.heartbeat_status, w2e.heartbeat_age_seconds, w2e.lag_records, w2e.blocked) == ("unknown", None, None, "target down")
+    assert e2w.blocked == "source down" and "SOURCE DOWN" in render(report, None, [], {})
 
 
 def test_after_a_failover_the_recorded_survivor_is_active_and_stopped_flows_do_not_alert():

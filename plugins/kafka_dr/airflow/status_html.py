@@ -159,6 +159,8 @@ def render(report: StatusReport, docs_url: str | None, recent_operations: list[d
             state = _badge("DISABLED", "unknown")
         elif f.stopped:
             state = _badge("STOPPED", "warning")
+        elif f.blocked:
+            state = _badge(f.blocked.upper(), "critical")
         else:
             state = _badge(f.heartbeat_status.upper(), {"ok": "ok", "late": "warning", "missing": "warning"}.get(f.heartbeat_status, "unknown"))
         hb_age = "—" if f.heartbeat_age_seconds is None else f"{f.heartbeat_age_seconds:.1f} s"

@@ -66,6 +66,7 @@ class FlowStatus:
     latency_p99_ms: float | None
     last_batch_ms: int | None
     written_last_batch: int | None
+    blocked: str | None = None  #: "source down" | "target down": the flow cannot run now
 
 
 @dataclass(frozen=True)
@@ -166,8 +167,10 @@ def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState
         batch = latest_batch(metrics, f.name)
         lag = _sum(r.get("lag") for r in batch)
         p99 = _max(r.get("latency_p99_ms") for r in batch)
+        down = lambda name: name in health and not health[name].reachable  # noqa: E731
+        blocked = "source down" if down(f.source) else "target down" if down(f.target) else None
         fs = FlowStatus(
-            name=f.name, source=f.source, target=f.target, enabled=f.enabled, stopped=stopped,
+            blocked=blocked, name=f.name, source=f.source, target=f.target, enabled=f.enabled, stopped=stopped,
             heartbeat_status=hb.status if hb else "unknown", heartbeat_age_seconds=hb.age_seconds if hb else None,
             last_heartbeat_ms=hb.newest_emitted_ms if hb else None, lag_records=lag,
             latency_p50_ms=_max(r.get("latency_p50_ms") for r in batch), latency_p99_ms=p99,
