@@ -261,8 +261,14 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
 
             # 4. The summary is readable in the UI: the summary task's XCom, and the status page.
             quoted = urllib.request.quote(run_id, safe="")
+            xcom = api_get(base, token, f"/api/v2/dags/dr_failover/dagRuns/{quoted}/taskInstances/summary/xcomEntries/return_value")
+            text = (xcom or {}).get("value", {}).get("summary_text", "") if isinstance((xcom or {}).get("value"), dict) else str((xcom or {}).get("value"))
+            assert "failover east -> west (DRY RUN: nothing changed)" in text, xcom
             driver.get(f"{base}/dags/dr_failover/runs/{quoted}/tasks/summary/xcom")
-            WebDriverWait(driver, 60).until(lambda d: "DRY RUN" in d.find_element(By.TAG_NAME, "body").text)
+            key = WebDriverWait(driver, 60).until(EC.presence_of_element_located((By.XPATH, "//td[normalize-space()='summary_text']")))
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", key)
+            time.sleep(2)  # let the value's viewer paint before the screenshot (nothing is asserted on time)
+            assert "DRY RUN" in key.find_element(By.XPATH, "./ancestor::tr").text
             shoot(driver, shots, "06-failover-summary-xcom", full_page=False)
             open_status(driver, base)
             ops = driver.find_element(By.ID, "operations").text
