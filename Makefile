@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test test-unit lab-up lab-down clean
+.PHONY: setup demo test test-unit test-ui browser lab-up lab-down clean
 
 setup: $(VENV)/.installed $(VENV)/.jars
 
@@ -26,6 +26,16 @@ demo: setup
 
 test: setup
 	$(BIN)/pytest
+
+# The operator-UI browser test drives Debian's chromium through its chromedriver; nothing
+# is downloaded by the test itself. Installs them unless present (needs root or sudo).
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then echo "chromium: $$(chromium --version 2>/dev/null | head -1)"; \
+	else SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null && chromium --version; fi
+
+test-ui: setup browser
+	$(BIN)/pytest -m e2e tests/e2e
 
 test-unit: setup
 	$(BIN)/pytest tests/unit

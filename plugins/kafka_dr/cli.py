@@ -115,13 +115,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "airflow":
             import shlex
 
-            from kafka_dr.airflow.env import airflow_env
+            from kafka_dr.airflow.env import LAB_USER, airflow_env, ensure_login
             from kafka_dr.lab.lab import Lab
 
             lab = Lab()
             path = args.config or lab.config_file
-            for key, value in airflow_env(args.home or lab.root / "airflow", path, load_config(path)).items():
+            home = args.home or lab.root / "airflow"
+            for key, value in airflow_env(home, path, load_config(path)).items():
                 print(f"export {key}={shlex.quote(value)}")
+            pw = ensure_login(home)
+            print(f"# Airflow login: user {LAB_USER!r}, password in {pw} (key {LAB_USER!r})", file=sys.stderr)
             return 0
         if args.cmd == "replicate":
             from kafka_dr.spark.job import main as replicate_main

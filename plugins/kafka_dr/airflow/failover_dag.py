@@ -12,26 +12,24 @@ The CLI twin is ``kafka-dr failover --from east --to west [--dry-run]``.
 
 from __future__ import annotations
 
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, task
 
 from kafka_dr.airflow.dag_config import kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
+from kafka_dr.airflow.params import cluster_param, dry_run_param, force_param, groups_param
 from kafka_dr.core.config import DrConfig
 
 
 def failover_params(cfg: DrConfig) -> dict:
-    names = list(cfg.clusters)
+    """The trigger form: which cluster failed, where consumers go, which groups, dry run."""
     return {
-        "failed_cluster": Param(names[0], type="string", enum=names, title="Failed cluster",
-                                description="The cluster that is down; its consumers move away from it.", section="Clusters"),
-        "surviving_cluster": Param(names[1] if len(names) > 1 else names[0], type="string", enum=names, title="Surviving cluster",
-                                   description="Where consumers resume; becomes the active cluster.", section="Clusters"),
-        "consumer_groups": Param(".*", type="string", title="Consumer groups (regex)",
-                                 description="Which consumer groups to move (full-match regular expression).", section="Consumers"),
-        "dry_run": Param(True, type="boolean", title="Dry run",
-                         description="Report what would happen and change nothing.", section="Safety"),
-        "force": Param(False, type="boolean", title="Force",
-                       description="Fail over even though the failed cluster still answers (stop its producers first!).", section="Safety"),
+        "failed_cluster": cluster_param(cfg, 0, "Failed cluster", "The cluster that is down: its consumers move away from it "
+                                        "and the flows reading from it stop."),
+        "surviving_cluster": cluster_param(cfg, 1, "Surviving cluster", "Where consumers resume; it becomes the active cluster "
+                                           "and the schema-registry primary."),
+        "consumer_groups": groups_param(),
+        "dry_run": dry_run_param("failover"),
+        "force": force_param("Fail over even though the failed cluster still answers (stop its producers first!)."),
     }
 
 
@@ -95,6 +93,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
                        "consumer_groups": moved, "rpo": rpo_result, "record_active": recorded,
                        "missing_records_at_least": sum(f["missing_records_at_least"] for f in rpo_result["flows"].values())}
             text = format_summary(summary)
+            summary["summary_text"] = text  # shown as is in the UI (XCom tab, DR status page)
             logging.getLogger("kafka_dr.failover").info("%s", text)
             if cfg.alerts.webhook or cfg.alerts.email:
                 from kafka_dr.airflow.notifier import send_email, send_webhook

@@ -227,7 +227,7 @@ class Lab:
         The java launcher may exec itself again at start-up; while it does, the command line
         reads empty, so an empty read is retried briefly before it counts as "not ours".
         """
-        for _ in range(20):
+        for _ in range(100):  # 5 s: on a loaded machine the re-exec can take seconds
             try:
                 raw = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:

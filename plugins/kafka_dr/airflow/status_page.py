@@ -1,0 +1,177 @@
+"""The DR status page: a FastAPI app that Airflow's api-server mounts at ``/dr-status``.
+
+Registered by ``plugins/kafka_dr_status_plugin.py`` (with a navigation entry). It runs inside
+the api-server, so it reads Airflow's metadata database directly for the last runs of the
+sync DAGs and the failover/failback summaries, and the clusters (bounded, see
+:mod:`kafka_dr.kafka.status_reads`) for health, state, heartbeats, metrics and data quality.
+
+Only logged-in Airflow users see it: the page checks Airflow's own session token (the
+``_token`` cookie the UI sets at login, or a bearer token) and sends anyone else to the login
+page. Data Docs of the newest data-quality run are served under ``/dr-status/data-docs/``
+(only files inside that run's docs folder).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from kafka_dr.core.status import SYNC_DAGS
+
+log = logging.getLogger(__name__)
+
+URL_PREFIX = "/dr-status"
+OPERATION_DAGS = ("dr_failover", "dr_failback")
+
+
+async def _logged_in(request: Request) -> bool:
+    from airflow.api_fastapi.auth.managers.base_auth_manager import COOKIE_NAME_JWT_TOKEN
+    from airflow.api_fastapi.core_api.security import resolve_user_from_token
+
+    header = request.headers.get("authorization", "")
+    token = header[7:] if header.lower().startswith("bearer ") else request.cookies.get(COOKIE_NAME_JWT_TOKEN)
+    try:
+        await resolve_user_from_token(token)
+        return True
+    except HTTPException:
+        return False
+
+
+def _login_redirect(request: Request) -> Response:
+    from airflow.api_fastapi.app import get_auth_manager
+
+    return RedirectResponse(get_auth_manager().get_url_login(next_url=str(request.url)), status_code=303)
+
+
+def _ms(dt) -> int | None:
+    return int(dt.timestamp() * 1000) if dt is not None else None
+
+
+def last_runs(dag_ids) -> dict[str, dict | None]:
+    """The newest run of each DAG from Airflow's metadata database."""
+    from sqlalchemy import select
+
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+
+    out: dict[str, dict | None] = {}
+    with create_session() as session:
+        for dag_id in dag_ids:
+            run = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id).order_by(DagRun.run_after.desc()).limit(1)).first()
+            out[dag_id] = None if run is None else {"run_id": run.run_id, "state": str(run.state),
+                                                     "end_ms": _ms(run.end_date) or _ms(run.start_date)}
+    return out
+
+
+def recent_operations(limit: int = 5) -> list[dict]:
+    """The newest failover/failback runs with the text their ``summary`` task returned."""
+    from sqlalchemy import select
+
+    from airflow.models.dagrun import DagRun
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    from kafka_dr.kafka.failover import format_summary
+
+    out = []
+    with create_session() as session:
+        runs = session.scalars(select(DagRun).where(DagRun.dag_id.in_(OPERATION_DAGS)).order_by(DagRun.run_after.desc()).limit(limit)).all()
+        for run in runs:
+            row = session.scalars(select(XComModel).where(XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id,
+                                                          XComModel.task_id == "summary", XComModel.key == "return_value")).first()
+            text = None
+            if row is not None:
+                value = XComModel.deserialize_value(row)
+                if isinstance(value, dict):
+                    text = value.get("summary_text") or _safe_format(format_summary, value)
+            out.append({"dag_id": run.dag_id, "run_id": run.run_id, "state": str(run.state),
+                        "end_ms": _ms(run.end_date) or _ms(run.start_date), "summary_text": text})
+    return out
+
+
+def _safe_format(fn, value: dict) -> str | None:
+    try:
+        return fn(value)
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def docs_root(dq: dict | None) -> tuple[Path, str] | None:
+    """(folder to serve, entry file) for the Data Docs of a data-quality record."""
+    raw = (dq or {}).get("docs_path")
+    if not raw:
+        return None
+    p = Path(str(raw).removeprefix("file://"))
+    if p.is_dir():
+        return p, "index.html"
+    return p.parent, p.name
+
+
+def collect(read_timeout: float = 5.0) -> tuple:
+    """Read everything and judge it: (report, recent operations, read errors)."""
+    from kafka_dr.airflow.dag_config import dag_config
+    from kafka_dr.airflow.secret_resolver import airflow_resolver
+    from kafka_dr.core.status import build_status
+    from kafka_dr.kafka.status_reads import read_status_inputs
+
+    cfg = dag_config()
+    inputs = read_status_inputs(cfg, airflow_resolver(), read_timeout=read_timeout)
+    errors = dict(inputs["read_errors"])
+    try:
+        runs = last_runs(SYNC_DAGS)
+        ops = recent_operations()
+    except Exception as e:  # the metadata DB being away must not hide the clusters' state
+        errors["Airflow metadata database"] = f"{type(e).__name__}: {e}"
+        runs, ops = {}, []
+    report = build_status(cfg, inputs["health"], inputs["state"], inputs["heartbeats"], inputs["metrics"], inputs["dq"], runs,
+                          int(time.time() * 1000))
+    return report, ops, errors
+
+
+def create_app() -> FastAPI:
+    from starlette.concurrency import run_in_threadpool
+
+    from kafka_dr.airflow.status_html import render
+
+    app = FastAPI(title="kafka-dr status", docs_url=None, redoc_url=None, openapi_url=None)
+    latest_dq: dict = {}
+
+    @app.get("/", response_class=HTMLResponse)
+    async def page(request: Request) -> Response:
+        if not await _logged_in(request):
+            return _login_redirect(request)
+        report, ops, errors = await run_in_threadpool(collect)
+        latest_dq["record"] = report.dq
+        docs = docs_root(report.dq)
+        docs_url = f"{URL_PREFIX}/data-docs/{docs[1]}" if docs else None
+        return HTMLResponse(render(report, docs_url, ops, errors))
+
+    @app.get("/api/status")
+    async def status_json(request: Request) -> Response:
+        if not await _logged_in(request):
+            return JSONResponse({"detail": "Not authenticated"}, status_code=401)
+        report, ops, errors = await run_in_threadpool(collect)
+        latest_dq["record"] = report.dq
+        return JSONResponse({**report.to_dict(), "recent_operations": ops, "read_errors": errors})
+
+    @app.get("/data-docs/{path:path}")
+    async def data_docs(path: str, request: Request) -> Response:
+        if not await _logged_in(request):
+            return _login_redirect(request)
+        if "record" not in latest_dq:
+            report, _, _ = await run_in_threadpool(collect)
+            latest_dq["record"] = report.dq
+        docs = docs_root(latest_dq["record"])
+        if docs is None:
+            raise HTTPException(404, "no data-quality run with Data Docs yet")
+        root = docs[0].resolve()
+        target = (root / (path or docs[1])).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            raise HTTPException(404, f"{path} is not part of the Data Docs")
+        return FileResponse(target)
+
+    return app

@@ -1,0 +1,206 @@
+"""The DR status an on-call engineer needs at a glance, assembled from what was read.
+
+Pure: the adapters (:mod:`kafka_dr.kafka.status_reads`, the Airflow plugin) read the clusters
+and Airflow's metadata and hand plain values here; this module decides what they mean —
+which cluster is active, which flows are late or lagging, what is alarming — so the page and
+its tests agree on one judgement. Every input may be missing (a cluster is down exactly when
+the page is opened), and a missing input is reported, never guessed.
+
+Inputs:
+
+- ``health``: ``{cluster: ClusterHealth}``, one per configured cluster;
+- ``state``: the newest :class:`~kafka_dr.core.dr_state.DrState` found (empty if none);
+- ``heartbeats``: ``{flow: FlowLatency | None}`` (``None``: the target could not be read);
+- ``metrics``: the rows the replication job publishes on ``<prefix>.metrics`` (one per
+  partition per micro-batch: ``flow, topic, partition, read, written, lag, latency_p50_ms,
+  latency_p99_ms, batch, at_ms``), oldest first;
+- ``dq``: the newest data-quality record (``run_id, ts_ms, success, failed, checked_partitions,
+  docs_path``) or ``None``;
+- ``runs``: ``{dag_id: {"state", "end_ms", "run_id"} | None}`` for the periodic DAGs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from kafka_dr.core.config import DrConfig
+from kafka_dr.core.dr_state import DrState
+from kafka_dr.core.heartbeat import FlowLatency
+
+#: The periodic DAGs whose last run the page shows, with the words it uses for them.
+SYNC_DAGS = {
+    "dr_topic_config_sync": "Topic-config sync",
+    "dr_schema_mirror": "Schema mirror",
+    "dr_offset_sync": "Consumer-offset sync",
+    "dr_heartbeat": "Heartbeats",
+    "dr_cluster_health": "Cluster health check",
+}
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    name: str
+    bootstrap: str
+    reachable: bool
+    cluster_id: str | None = None
+    expected_id: str | None = None
+    error: str | None = None
+
+    @property
+    def id_mismatch(self) -> bool:
+        return bool(self.reachable and self.expected_id and self.cluster_id != self.expected_id)
+
+
+@dataclass(frozen=True)
+class FlowStatus:
+    name: str
+    source: str
+    target: str
+    enabled: bool
+    stopped: bool  #: reads from a failed cluster (stopped until failback)
+    heartbeat_status: str  #: "ok" | "late" | "missing" | "unknown" (target unreadable)
+    heartbeat_age_seconds: float | None
+    last_heartbeat_ms: int | None
+    lag_records: int | None  #: summed over the partitions of the newest batch
+    latency_p50_ms: float | None
+    latency_p99_ms: float | None
+    last_batch_ms: int | None
+    written_last_batch: int | None
+    blocked: str | None = None  #: "source down" | "target down": the flow cannot run now
+
+
+@dataclass(frozen=True)
+class Alert:
+    level: str  #: "critical" | "warning"
+    text: str
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    generated_ms: int
+    active_cluster: str | None
+    active_source: str  #: "recorded" (a failover/failback wrote it) | "config" (first cluster) | "none"
+    failed_clusters: tuple[str, ...]
+    last_event: dict
+    clusters: tuple[ClusterHealth, ...]
+    flows: tuple[FlowStatus, ...]
+    dq: dict | None
+    runs: dict
+    alerts: tuple[Alert, ...]
+    latency_series: dict = field(default_factory=dict)  #: {flow: [(at_ms, p99_ms), ...]}
+
+    @property
+    def overall(self) -> str:
+        if any(a.level == "critical" for a in self.alerts):
+            return "critical"
+        return "warning" if self.alerts else "ok"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["overall"] = self.overall
+        return d
+
+
+def latest_batch(rows: list[dict], flow: str) -> list[dict]:
+    """The rows of ``flow``'s newest micro-batch (its partitions), judged by ``at_ms``."""
+    mine = [r for r in rows if r.get("flow") == flow and isinstance(r.get("at_ms"), int)]
+    if not mine:
+        return []
+    newest = max(mine, key=lambda r: (r["at_ms"], r.get("batch", -1)))
+    return [r for r in mine if r.get("batch") == newest.get("batch") and abs(r["at_ms"] - newest["at_ms"]) < 60_000]
+
+
+def latency_series(rows: list[dict], flow: str, limit: int = 120) -> list[tuple[int, float]]:
+    """``(at_ms, worst p99 latency of the batch)`` per micro-batch of ``flow``, oldest first.
+
+    Batches that copied nothing carry no latency and are left out (a quiet flow is not a
+    fast one)."""
+    by_batch: dict[int, list[dict]] = {}
+    for r in rows:
+        if r.get("flow") == flow and r.get("latency_p99_ms") is not None and isinstance(r.get("at_ms"), int):
+            by_batch.setdefault(r.get("batch", -1), []).append(r)
+    # a restarted job numbers its batches from 0 again: split a batch id by time as well
+    groups: dict[tuple[int, int], list[dict]] = {}
+    for batch, batch_rows in by_batch.items():
+        for r in batch_rows:
+            groups.setdefault((batch, r["at_ms"] // 60_000), []).append(r)
+    points = sorted((max(r["at_ms"] for r in g), max(float(r["latency_p99_ms"]) for r in g)) for g in groups.values())
+    return points[-limit:]
+
+
+def _sum(values) -> int | None:
+    found = [v for v in values if v is not None]
+    return sum(found) if found else None
+
+
+def _max(values) -> float | None:
+    found = [v for v in values if v is not None]
+    return max(found) if found else None
+
+
+def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState, heartbeats: dict[str, FlowLatency | None],
+                 metrics: list[dict], dq: dict | None, runs: dict[str, dict | None], now_ms: int) -> StatusReport:
+    """Judge everything read into one report; see the module doc for the inputs."""
+    alerts: list[Alert] = []
+    th = cfg.thresholds
+
+    clusters = tuple(health.get(n) or ClusterHealth(n, c.bootstrap_servers, False, error="not checked") for n, c in cfg.clusters.items())
+    for c in clusters:
+        if not c.reachable:
+            alerts.append(Alert("critical", f"cluster {c.name} ({c.bootstrap}) is unreachable: {c.error or 'no answer'}"))
+        elif c.id_mismatch:
+            alerts.append(Alert("critical", f"cluster {c.name} reports id {c.cluster_id}, config expects {c.expected_id}"))
+
+    if state.active_cluster:
+        active, source = state.active_cluster, "recorded"
+    elif cfg.clusters:
+        active, source = next(iter(cfg.clusters)), "config"
+    else:
+        active, source = None, "none"
+    if active and active in health and not health[active].reachable:
+        alerts.append(Alert("critical", f"the ACTIVE cluster {active} is unreachable: consider the dr_failover DAG"))
+
+    flows = []
+    for f in cfg.flows:
+        stopped = state.flow_stopped(f.source)
+        hb = heartbeats.get(f.name)
+        batch = latest_batch(metrics, f.name)
+        lag = _sum(r.get("lag") for r in batch)
+        p99 = _max(r.get("latency_p99_ms") for r in batch)
+        down = lambda name: name in health and not health[name].reachable  # noqa: E731
+        blocked = "source down" if down(f.source) else "target down" if down(f.target) else None
+        fs = FlowStatus(
+            blocked=blocked, name=f.name, source=f.source, target=f.target, enabled=f.enabled, stopped=stopped,
+            heartbeat_status=hb.status if hb else "unknown", heartbeat_age_seconds=hb.age_seconds if hb else None,
+            last_heartbeat_ms=hb.newest_emitted_ms if hb else None, lag_records=lag,
+            latency_p50_ms=_max(r.get("latency_p50_ms") for r in batch), latency_p99_ms=p99,
+            last_batch_ms=max((r["at_ms"] for r in batch), default=None),
+            written_last_batch=_sum(r.get("written") for r in batch),
+        )
+        flows.append(fs)
+        if not f.enabled or stopped:
+            continue  # a stopped flow is expected to fall behind; the failed cluster already alerts
+        if hb is not None and hb.status == "late":
+            alerts.append(Alert("warning", f"flow {f.name}: newest heartbeat is {hb.age_seconds:.0f}s old (max {th.heartbeat_max_age_seconds:.0f}s)"))
+        elif hb is not None and hb.status == "missing":
+            alerts.append(Alert("warning", f"flow {f.name}: no heartbeat from {f.source} has reached {f.target}"))
+        if hb is not None and hb.loops:
+            alerts.append(Alert("critical", f"flow {f.name}: {hb.loops} heartbeat(s) of {f.target} came back to it: a replication loop"))
+        if lag is not None and lag > th.replication_lag_max_records:
+            alerts.append(Alert("warning", f"flow {f.name}: lag {lag} records (max {th.replication_lag_max_records})"))
+        if p99 is not None and p99 > th.latency_p99_max_seconds * 1000:
+            alerts.append(Alert("warning", f"flow {f.name}: p99 latency {p99 / 1000:.1f}s (max {th.latency_p99_max_seconds:.0f}s)"))
+
+    if dq is not None and not dq.get("success", False):
+        failed = dq.get("failed") or []
+        alerts.append(Alert("critical", f"data-quality run {dq.get('run_id')} failed: {len(failed)} check(s): {', '.join(map(str, failed[:3]))}"))
+    for dag_id, run in runs.items():
+        if run and run.get("state") == "failed":
+            alerts.append(Alert("warning", f"last {SYNC_DAGS.get(dag_id, dag_id)} run ({dag_id}) failed"))
+
+    alerts.sort(key=lambda a: a.level != "critical")
+    return StatusReport(
+        generated_ms=now_ms, active_cluster=active, active_source=source, failed_clusters=state.failed_clusters,
+        last_event=dict(state.last_event), clusters=clusters, flows=tuple(flows), dq=dq, runs=dict(runs),
+        alerts=tuple(alerts), latency_series={f.name: latency_series(metrics, f.name) for f in cfg.flows},
+    )

@@ -1,0 +1,125 @@
+"""Judging the DR status from what was read (kafka_dr.core.status) and drawing it
+(kafka_dr.airflow.status_html): literal inputs, no clusters, no Airflow."""
+
+from kafka_dr.airflow.status_html import latency_svg, render
+from kafka_dr.core.config_load import parse_config
+from kafka_dr.core.dr_state import DrState
+from kafka_dr.core.heartbeat import FlowLatency
+from kafka_dr.core.status import ClusterHealth, build_status, latency_series, latest_batch
+
+CFG = parse_config({
+    "clusters": {"east": {"bootstrap_servers": "e:9092"}, "west": {"bootstrap_servers": "w:9092", "cluster_id": "W-ID"}},
+    "flows": [{"name": "east_to_west", "source": "east", "target": "west", "topics": {"allow": ["orders"]}},
+              {"name": "west_to_east", "source": "west", "target": "east", "topics": {"allow": ["orders"]}}],
+    "thresholds": {"replication_lag_max_records": 1000, "latency_p99_max_seconds": 5},
+})
+NOW = 1_800_000_000_000
+UP = {"east": ClusterHealth("east", "e:9092", True, "E-ID"), "west": ClusterHealth("west", "w:9092", True, "W-ID", "W-ID")}
+
+
+def row(flow, batch, at, part, lag, p99, written=10):
+    return {"flow": flow, "topic": "orders", "partition": part, "batch": batch, "at_ms": at, "lag": lag,
+            "latency_p50_ms": None if p99 is None else p99 / 2, "latency_p99_ms": p99, "written": written}
+
+
+METRICS = [row("east_to_west", 1, NOW - 60_000, 0, 500, 800.0), row("east_to_west", 1, NOW - 60_000, 1, 700, 1200.0),
+           row("east_to_west", 2, NOW - 5_000, 0, 10, 300.0), row("east_to_west", 2, NOW - 5_000, 1, 20, 400.0),
+           row("west_to_east", 7, NOW - 9_000, 0, 0, None, written=0)]
+
+
+def hb(flow, src, dst, age, status="ok", loops=0):
+    return FlowLatency(flow, src, dst, None if age is None else NOW - int(age * 1000), age, status, loops)
+
+
+HEALTHY_BEATS = {"east_to_west": hb("east_to_west", "east", "west", 3.0), "west_to_east": hb("west_to_east", "west", "east", 4.0)}
+
+
+def test_newest_batch_gives_the_lag_and_latency_of_a_flow():
+    assert [r["partition"] for r in latest_batch(METRICS, "east_to_west")] == [0, 1]
+    report = build_status(CFG, UP, DrState(), HEALTHY_BEATS, METRICS, None, {}, NOW)
+    e2w = report.flows[0]
+    assert (e2w.lag_records, e2w.latency_p99_ms, e2w.latency_p50_ms, e2w.written_last_batch) == (30, 400.0, 200.0, 20)
+    assert (e2w.heartbeat_status, e2w.heartbeat_age_seconds, e2w.last_heartbeat_ms) == ("ok", 3.0, NOW - 3000)
+    assert report.flows[1].latency_p99_ms is None and report.flows[1].lag_records == 0
+    assert report.alerts == () and report.overall == "ok"
+    # no failover recorded: the first cluster of the config is active, and the page says why
+    assert (report.active_cluster, report.active_source) == ("east", "config")
+
+
+def test_latency_series_is_the_worst_partition_per_batch_and_skips_idle_batches():
+    assert latency_series(METRICS, "east_to_west") == [(NOW - 60_000, 1200.0), (NOW - 5_000, 400.0)]
+    assert latency_series(METRICS, "west_to_east") == []
+    # a restarted job reuses batch ids: two batch 0s minutes apart are two points
+    restarted = [row("f", 0, NOW - 600_000, 0, 0, 50.0), row("f", 0, NOW, 0, 0, 70.0)]
+    assert latency_series(restarted, "f") == [(NOW - 600_000, 50.0), (NOW, 70.0)]
+
+
+def test_a_cluster_down_is_critical_and_its_flows_are_unknown_not_guessed():
+    health = {**UP, "east": ClusterHealth("east", "e:9092", False, error="no answer within 3s")}
+    beats = {"east_to_west": HEALTHY_BEATS["east_to_west"]}  # west_to_east targets east: unread
+    report = build_status(CFG, health, DrState(), beats, [], None, {}, NOW)
+    texts = [a.text for a in report.alerts]
+    assert report.overall == "critical"
+    assert "cluster east (e:9092) is unreachable: no answer within 3s" in texts
+    assert "the ACTIVE cluster east is unreachable: consider the dr_failover DAG" in texts
+    e2w, w2e = report.flows
+    assert (w2e.heartbeat_status, w2e.heartbeat_age_seconds, w2e.lag_records, w2e.blocked) == ("unknown", None, None, "target down")
+    assert e2w.blocked == "source down" and "SOURCE DOWN" in render(report, None, [], {})
+
+
+def test_after_a_failover_the_recorded_survivor_is_active_and_stopped_flows_do_not_alert():
+    state = DrState(4, "west", "west", ("east",), {"kind": "failover", "from": "east", "to": "west"})
+    beats = {"east_to_west": hb("east_to_west", "east", "west", 900.0, "late"), "west_to_east": HEALTHY_BEATS["west_to_east"]}
+    report = build_status(CFG, UP, state, beats, [], None, {}, NOW)
+    assert (report.active_cluster, report.active_source, report.failed_clusters) == ("west", "recorded", ("east",))
+    assert report.flows[0].stopped and report.alerts == ()
+
+
+def test_thresholds_loops_id_mismatch_dq_and_failed_syncs_alert():
+    health = {**UP, "west": ClusterHealth("west", "w:9092", True, "OTHER", "W-ID")}
+    lagging = METRICS + [row("east_to_west", 3, NOW - 1000, 0, 5000, 9000.0)]
+    beats = {"east_to_west": hb("east_to_west", "east", "west", 200.0, "late"),
+             "west_to_east": hb("west_to_east", "west", "east", None, "missing", loops=2)}
+    dq = {"run_id": "dq-7", "ts_ms": NOW - 1000, "success": False, "failed": ["orders[0] count", "orders[1] checksum"],
+          "checked_partitions": 2, "docs_path": "/tmp/docs"}
+    runs = {"dr_topic_config_sync": {"state": "failed", "end_ms": NOW}, "dr_schema_mirror": {"state": "success", "end_ms": NOW}}
+    report = build_status(CFG, health, DrState(), beats, lagging, dq, runs, NOW)
+    texts = [(a.level, a.text) for a in report.alerts]
+    assert texts == [
+        ("critical", "cluster west reports id OTHER, config expects W-ID"),
+        ("critical", "flow west_to_east: 2 heartbeat(s) of east came back to it: a replication loop"),
+        ("critical", "data-quality run dq-7 failed: 2 check(s): orders[0] count, orders[1] checksum"),
+        ("warning", "flow east_to_west: newest heartbeat is 200s old (max 120s)"),
+        ("warning", "flow east_to_west: lag 5000 records (max 1000)"),
+        ("warning", "flow east_to_west: p99 latency 9.0s (max 5s)"),
+        ("warning", "flow west_to_east: no heartbeat from west has reached east"),
+        ("warning", "last Topic-config sync run (dr_topic_config_sync) failed"),
+    ]
+
+
+def test_page_shows_active_cluster_alerts_flows_and_missing_dq_plainly():
+    health = {**UP, "east": ClusterHealth("east", "e:9092", False, error="no answer within 3s")}
+    report = build_status(CFG, health, DrState(), HEALTHY_BEATS, METRICS, None, {}, NOW)
+    html = render(report, None, [], {"state on east": "RuntimeError: boom <b>"})
+    assert 'id="active-cluster">east<' in html and 'data-overall="critical"' in html
+    assert "CRITICAL: cluster east (e:9092) is unreachable" in html
+    assert '<td class="num lag">30</td>' in html and "3.0 s" in html
+    assert "No data-quality run yet." in html and "<polyline" in html
+    assert "RuntimeError: boom &lt;b&gt;" in html  # read errors are shown, escaped
+
+
+def test_page_links_data_docs_and_shows_failover_summaries():
+    dq = {"run_id": "dq-1", "ts_ms": NOW - 60_000, "success": True, "failed": [], "checked_partitions": 4, "docs_path": "/x"}
+    report = build_status(CFG, UP, DrState(), HEALTHY_BEATS, [], dq, {"dr_schema_mirror": {"state": "success", "end_ms": NOW - 7_200_000}}, NOW)
+    ops = [{"dag_id": "dr_failover", "run_id": "manual__1", "state": "success", "end_ms": NOW - 30_000,
+            "summary_text": "failover east -> west (DRY RUN: nothing changed)"}]
+    html = render(report, "/dr-status/data-docs/index.html", ops, {})
+    assert 'href="/dr-status/data-docs/index.html"' in html and "PASSED" in html and "4 partition(s) checked" in html
+    assert "failover east -&gt; west (DRY RUN: nothing changed)" in html
+    assert "2h ago" in html and "No alerts" in html
+
+
+def test_chart_without_points_says_so_and_scales_to_the_largest_value():
+    assert "No replication batches" in latency_svg({})
+    svg = latency_svg({"a": [(0, 100.0), (1000, 2000.0)]}, width=100, height=60)
+    assert svg.startswith("<svg") and "2000 ms" in svg and 'points="56.0,31.0 88.0,12.0"' in svg
