@@ -17,31 +17,28 @@ from airflow.sdk import DAG, Param, task
 
 from kafka_dr.airflow.dag_config import kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
+from kafka_dr.airflow.params import cluster_param, dry_run_param, force_param, groups_param
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.failback import MODES, RESYNC
 
 
 def failback_params(cfg: DrConfig) -> dict:
-    names = list(cfg.clusters)
+    """The trigger form: which cluster is back, which served, how to copy back, dry run."""
     return {
-        "recovered_cluster": Param(names[0], type="string", enum=names, title="Recovered cluster",
-                                   description="The cluster that failed and is back (resync) or rebuilt empty (reseed).",
-                                   section="Clusters"),
-        "surviving_cluster": Param(names[1] if len(names) > 1 else names[0], type="string", enum=names, title="Surviving cluster",
-                                   description="The cluster that served during the outage.", section="Clusters"),
+        "recovered_cluster": cluster_param(cfg, 0, "Recovered cluster", "The cluster that failed and is back (resync) or was "
+                                           "rebuilt empty (reseed). It becomes the active cluster again."),
+        "surviving_cluster": cluster_param(cfg, 1, "Surviving cluster", "The cluster that served during the outage."),
         "mode": Param(RESYNC, type="string", enum=list(MODES), title="Mode",
                       description="resync: the recovered cluster kept its data. reseed: it is new and empty (fail-forward).",
-                      values_display={"resync": "resync: came back with its data", "reseed": "reseed: new, empty cluster"},
-                      section="What to do"),
-        "topics": Param(".*", type="string", title="Topics (regex)",
-                        description="Narrows the topics copied back (full-match regular expression).", section="What to do"),
-        "consumer_groups": Param(".*", type="string", title="Consumer groups (regex)",
-                                 description="Which consumer groups move back (full-match regular expression).", section="What to do"),
-        "dry_run": Param(True, type="boolean", title="Dry run", description="Report what would happen and change nothing.",
-                         section="Safety"),
-        "force": Param(False, type="boolean", title="Force",
-                       description="Even if the recovered cluster is not recorded as failed, or (reseed) holds data.",
-                       section="Safety"),
+                      values_display={"resync": "resync: it came back with its data", "reseed": "reseed: it is new and empty"},
+                      section="What to copy"),
+        "topics": Param(".*", type="string", minLength=1, format="regex", title="Topics (regular expression)",
+                        description="Narrows the topics copied back, matched against the whole name; .* copies every "
+                                    "topic of the flows between the two.", section="What to copy"),
+        "consumer_groups": groups_param("Which consumer groups move back: a regular expression matched against the whole "
+                                        "group id; .* moves every group."),
+        "dry_run": dry_run_param("failback"),
+        "force": force_param("Even if the recovered cluster is not recorded as failed, or (reseed) already holds data."),
     }
 
 
@@ -108,6 +105,7 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
             summary = {**a, "dry_run": dry, "check": checked, "copy": copied, "gate": gated, "consumer_groups": moved,
                        "restart": restarted}
             text = format_summary(summary)
+            summary["summary_text"] = text  # shown as is in the UI (XCom tab, DR status page)
             logging.getLogger("kafka_dr.failback").info("%s", text)
             if cfg.alerts.webhook or cfg.alerts.email:
                 from kafka_dr.airflow.notifier import send_email, send_webhook
