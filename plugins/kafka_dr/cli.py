@@ -20,6 +20,7 @@ def _lab_parser(sub: argparse._SubParsersAction) -> None:
     up = ls.add_parser("up", help="start the clusters (idempotent) and write the lab config")
     up.add_argument("--clusters", type=int, default=2, help="how many clusters (default 2: east, west)")
     up.add_argument("--base-port", type=int, default=19092, help="first broker port; cluster i uses base+100*i")
+    up.add_argument("--secure", action="store_true", help="SASL_SSL (SCRAM-SHA-512) listeners with generated certificates; secrets in <dir>/secrets.env")
     down = ls.add_parser("down", help="stop every lab broker this lab started")
     down.add_argument("--wipe", action="store_true", help="also delete the lab folder and its data")
     ls.add_parser("status", help="show each cluster's state")
@@ -33,9 +34,11 @@ def _run_lab(args: argparse.Namespace) -> int:
 
     lab = Lab(args.dir)
     if args.lab_cmd == "up":
-        path = lab.up(count=args.clusters, base_port=args.base_port)
+        path = lab.up(count=args.clusters, base_port=args.base_port, secure=args.secure)
         _print_status(lab)
         print(f"\nlab config: {path}")
+        if args.secure:
+            print(f"secrets:    source {lab.root / 'secrets.env'}   (SCRAM user and password for ${{env:...}} references)")
         print(f"use it:     export KAFKA_DR_CONFIG={path}")
     elif args.lab_cmd == "down":
         lab.down(wipe=args.wipe)

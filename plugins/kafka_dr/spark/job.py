@@ -56,7 +56,8 @@ class JobSummary:
 
 #: Failures a restart cannot cure: stop at once instead of backing off.
 PERMANENT = ("ModuleNotFoundError", "ImportError", "ConfigError", "ProgressLost", "TargetTopicMismatch", "RecordRejected",
-             "partitions but", " refuses ", " refused ", "no flow named")
+             "partitions but", " refuses ", " refused ", "no flow named", "AuthenticationFailed", "authentication failed",
+             "TLS handshake failed", "UnresolvedSecret")
 
 
 def metrics_topic(internal_prefix: str) -> str:
