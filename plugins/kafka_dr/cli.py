@@ -89,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     fo.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
     fo.add_argument("--force", action="store_true", help="even if the failed cluster still answers")
     fo.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
+    dr = sub.add_parser("drill", help="fault drills on a lab of their own: kill -9, broker restarts, network cut, soak; prints a table")
+    dr.add_argument("faults", nargs="*", default=["kill-job", "target-restart", "source-restart", "network-cut"],
+                    help="kill-job, target-restart, source-restart, network-cut, soak (default: all but soak)")
+    dr.add_argument("--kill-trials", type=int, default=10)
+    dr.add_argument("--soak-seconds", type=float, default=600)
+    dr.add_argument("--dir", type=Path, default=None, help="drill lab folder (default ./.lab-drill; wiped first)")
+    dr.add_argument("--base-port", type=int, default=19892)
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -136,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
             print(format_summary(summary))
             print(json.dumps(summary, default=str))
             return 0
+        if args.cmd == "drill":
+            from kafka_dr.lab.drill import format_table, run_drill
+
+            results = run_drill(args.dir, args.faults, args.kill_trials, args.soak_seconds, args.base_port)
+            print(format_table(results))
+            return 0 if all(r.lost == 0 and r.duplicated == 0 for r in results) else 1
         if args.cmd == "demo":
             from kafka_dr.demo import run_demo
 

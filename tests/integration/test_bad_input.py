@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kafka_checks import read_topic
+from kafka_checks import check_replica, produce_varied, read_topic
+from kafka_dr.core.progress import progress_group
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import RangeCopier, RangeSpec, RecordRejected
@@ -97,3 +98,30 @@ def test_target_with_fewer_partitions_is_refused(lab, lab_config, spark, tmp_pat
         run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
     assert f"west/{topic_name} has 2 partitions but east/{topic_name} has 4" in str(info.value)
     assert read_topic(west, topic_name) == []
+
+
+def test_deleted_progress_is_refused_unless_reset(lab, lab_config, spark, tmp_path, topic_name):
+    """The flow's progress group is deleted on the target after a run: the next run must not
+    start again from the log start (duplicates). It refuses, naming the partitions and the
+    last copy found, copies nothing; with --reset-progress it resumes after that copy."""
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=2)
+    first = produce_varied(east, topic_name, "first", 40, 2)
+    config = flow_config(lab, tmp_path, [topic_name])
+    opts = dict(config=str(config), flow="east_to_west", mode="incremental", max_restarts=0)
+    run_flow(JobOptions(**opts), spark=spark)
+    admin = clients.admin(west)
+    for fut in admin.delete_consumer_groups([progress_group(lab_config.internal_prefix, "east_to_west")], request_timeout=30).values():
+        fut.result()
+    second = produce_varied(east, topic_name, "second", 10, 2)
+
+    with pytest.raises(RuntimeError) as info:
+        run_flow(JobOptions(**opts), spark=spark)
+    msg = str(info.value)
+    assert "stopped:" in msg and "no committed progress on west for" in msg, msg
+    assert f"{topic_name}[0] (last copy on west/{topic_name}[0] is of offset 19)" in msg, msg
+    assert "--reset-progress" in msg
+    check_replica("west", read_topic(west, topic_name), first, source_topic=topic_name)  # nothing half-applied
+
+    run_flow(JobOptions(**opts, allow_reset=True), spark=spark)
+    check_replica("west", read_topic(west, topic_name), first + second, source_topic=topic_name)

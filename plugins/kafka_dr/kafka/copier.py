@@ -453,3 +453,45 @@ def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout:
             if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() >= deadline:
                 raise
             time.sleep(0.5)
+
+
+def last_copied_offset(cfg: DrConfig, flow: FlowConfig, source_topic: str, target_topic: str, partition: int,
+                       resolve: SecretResolver | None = None, scan: int = 10_000, timeout: float = 60.0) -> int | None:
+    """The highest source offset of ``source_topic[partition]`` found replicated by this flow
+    in the last ``scan`` records of ``target_topic[partition]`` (provenance headers), or None.
+
+    Only asked for partitions without committed progress, to tell a first run (no copies)
+    from lost progress (copies, no progress). Copies sit in source order, so the newest is
+    the highest; a target whose last ``scan`` records are all local writes is not looked past.
+    """
+    from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
+
+    c = Consumer(client_config(cfg.cluster(flow.target), resolve, **{
+        "group.id": f"{progress_group(cfg.internal_prefix, flow.name)}.scan", "enable.auto.commit": False,
+        "isolation.level": "read_committed", "enable.partition.eof": True}))
+    try:
+        low, high = c.get_watermark_offsets(TopicPartition(target_topic, partition), timeout=timeout, cached=False)
+        if high <= low:
+            return None
+        c.assign([TopicPartition(target_topic, partition, max(low, high - scan))])
+        best, deadline = None, time.monotonic() + timeout
+        src, part = flow.source.encode(), str(partition).encode()
+        while time.monotonic() < deadline:
+            msgs = c.consume(num_messages=5000, timeout=0.5)
+            done = False
+            for m in msgs:
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        done = True
+                        continue
+                    raise RuntimeError(f"flow {flow.name}: scanning {flow.target}/{target_topic}[{partition}]: {m.error().str()}")
+                h = dict(m.headers() or ())
+                if h.get(ORIGIN) == src and h.get(ORIGIN_TOPIC) == source_topic.encode() and h.get(ORIGIN_PARTITION) == part:
+                    best = max(best or -1, int(h[ORIGIN_OFFSET]))
+                if m.offset() + 1 >= high:
+                    done = True
+            if done or (not msgs and c.position([TopicPartition(target_topic, partition)])[0].offset >= high):
+                return best
+        raise TimeoutError(f"flow {flow.name}: scanning {flow.target}/{target_topic}[{partition}] for copies took over {timeout:.0f}s")
+    finally:
+        c.close()

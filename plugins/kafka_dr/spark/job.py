@@ -57,7 +57,7 @@ class JobSummary:
 #: Failures a restart cannot cure: stop at once instead of backing off.
 PERMANENT = ("ModuleNotFoundError", "ImportError", "ConfigError", "ProgressLost", "TargetTopicMismatch", "RecordRejected",
              "partitions but", " refuses ", " refused ", "no flow named", "AuthenticationFailed", "authentication failed",
-             "TLS handshake failed", "UnresolvedSecret")
+             "TLS handshake failed", "UnresolvedSecret", "no committed progress")
 
 
 def metrics_topic(internal_prefix: str) -> str:
@@ -239,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-duration", type=float, default=None, help="continuous mode: stop after this many seconds")
     p.add_argument("--max-restarts", type=int, default=5)
     p.add_argument("--stop-file", default=None, help="stop gracefully when this file appears")
-    p.add_argument("--allow-reset", action="store_true", help="start partitions whose progress was lost from the planned offset")
+    p.add_argument("--reset-progress", "--allow-reset", dest="allow_reset", action="store_true",
+                   help="resume partitions whose progress state was lost after the last copy found on the target "
+                        "(without it the job refuses to start them: ProgressLost)")
     p.add_argument("--chunk-records", type=int, default=50_000)
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
     a = p.parse_args(argv)
