@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
-from kafka_dr.core.progress import decode_metadata, encode_metadata, progress_group, resume_offset
+from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset
 from kafka_dr.kafka.clients import SecretResolver, client_config
 
 log = logging.getLogger(__name__)
@@ -211,7 +211,11 @@ class RangeCopier:
         source = self._source_consumer()
         low, _ = source.get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=30, cached=False)
         committed = self.committed(spec.target_topic, spec.partition)
-        start = resume_offset(committed, spec.start, low, self.allow_reset)
+        try:
+            start = resume_offset(committed, spec.start, low, self.allow_reset)
+        except ProgressLost as e:
+            raise ProgressLost(f"flow {self.flow.name}: {self.flow.source}/{spec.topic}[{spec.partition}] -> "
+                               f"{self.flow.target}/{spec.target_topic}[{spec.partition}]: {e} (was the target topic deleted?)") from None
         result = RangeResult(self.flow.name, spec.topic, spec.partition, spec.target_topic, spec.start, start, spec.end)
         if committed is not None and committed < low:
             result.lost_to_retention = low - committed

@@ -176,12 +176,41 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             if summary.restarts > opts.max_restarts or stop.requested() or (deadline and time.monotonic() > deadline):
                 raise RuntimeError(f"flow {flow.name}: giving up after {summary.restarts} failed run(s); last error: {reason}")
             log.error("flow %s: query failed (%s); restart %d/%d in %.0fs", flow.name, reason, summary.restarts, opts.max_restarts, backoff)
+            alert_restart(cfg, flow.name, reason, summary.restarts, opts.max_restarts, backoff)
             _sleep(backoff, stop)
             backoff = min(backoff * 2, 60.0)
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
         metrics_producer.flush(10)
+
+
+def alert_restart(cfg, flow: str, reason: str, restart: int, max_restarts: int, backoff: float) -> None:
+    """Tell the config's alert channels (webhook, e-mail) that a flow's query failed and is
+    being restarted: an operator hears of a cluster outage while the job still rides it out,
+    not only when it gives up (then the DAG task's failure callback alerts). Never raises."""
+    if cfg.alerts.webhook is None and cfg.alerts.email is None:
+        return
+    subject = f"[kafka-dr] flow {flow}: replication query failed, restart {restart}/{max_restarts} in {backoff:.0f}s"
+    body = f"{subject}\n\n{reason}\n"
+    payload = {"source": "kafka-dr", "flow": flow, "event": "restart", "restart": restart, "max_restarts": max_restarts,
+               "backoff_seconds": backoff, "error": reason}
+    try:
+        from kafka_dr.airflow.notifier import send_email, send_webhook
+        from kafka_dr.core.secret_refs import env_resolver
+    except ImportError as e:  # a Spark cluster without Airflow installed: the log line above stays
+        log.warning("flow %s: cannot send restart alerts here (%s)", flow, e)
+        return
+    if cfg.alerts.webhook is not None:
+        try:
+            send_webhook(cfg.alerts.webhook.url, payload)
+        except Exception as e:  # noqa: BLE001 - alerting must not break the job
+            log.error("kafka-dr alert: webhook failed: %s", e)
+    if cfg.alerts.email is not None:
+        try:
+            send_email(cfg.alerts, subject, body, resolve=env_resolver())
+        except Exception as e:  # noqa: BLE001
+            log.error("kafka-dr alert: e-mail via %s:%s failed: %s", cfg.alerts.email.smtp_host, cfg.alerts.email.smtp_port, e)
 
 
 def failure_reason(error: BaseException, flow: str) -> str:
