@@ -164,7 +164,8 @@ def test_target_topic_deleted_mid_run_is_named_and_rolled_back(lab, lab_config, 
     copier = RangeCopier(cfg, cfg.flows[0], producer_overrides={"topic.metadata.propagation.max.ms": 3000, "delivery.timeout.ms": 20000})
     try:
         copier.copy(RangeSpec(topic_name, 0, 0, 5, topic_name))
-        for fut in clients.admin(west).delete_topics([topic_name], operation_timeout=30).values():
+        admin = clients.admin(west)  # referenced until its futures complete
+        for fut in admin.delete_topics([topic_name], operation_timeout=30).values():
             fut.result()
         with pytest.raises(ProgressLost) as info:
             copier.copy(RangeSpec(topic_name, 0, 5, 10, topic_name))

@@ -283,7 +283,7 @@ class Drill:
             for trial in range(trials):
                 job = Job(config, log)
                 seen = _copied(cfg, topic)
-                wait_for("the job copying", lambda: _copied(cfg, topic) > seen, 180, every=0.5)
+                wait_for("the job copying", lambda: _copied(cfg, topic) > seen, 420, every=0.5)
                 time.sleep(self.rng.uniform(0, 3))
                 if not job.alive():
                     raise RuntimeError(f"drill kill-job: trial {trial}: the job died by itself; see {log}")
@@ -307,7 +307,7 @@ class Drill:
         producer.start()
         job = Job(config, log)
         try:
-            wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 180, every=0.5)
+            wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 420, every=0.5)
             self.lab.stop(name)
             time.sleep(outage)
             self.lab.start(name)
@@ -334,7 +334,7 @@ class Drill:
             producer.start()
             job = Job(config, log)
             try:
-                wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 180, every=0.5)
+                wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 420, every=0.5)
                 proxy.cut()
                 time.sleep(outage)
                 proxy.restore()
@@ -357,7 +357,7 @@ class Drill:
         job = Job(config, log)
         samples: list[tuple[float, float, int]] = []
         try:
-            wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 180, every=0.5)
+            wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 420, every=0.5)
             t0 = time.monotonic()
             while time.monotonic() - t0 < seconds:
                 time.sleep(sample_every)

@@ -120,7 +120,10 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
 
     target = cfg.cluster(flow.target)
     mtopic = metrics_topic(cfg.internal_prefix)
-    ensure_topic(clients.admin(target, env_resolver()), mtopic, partitions=1, config={"retention.ms": str(7 * 86400 * 1000)})
+    try:
+        ensure_topic(clients.admin(target, env_resolver()), mtopic, partitions=1, config={"retention.ms": str(7 * 86400 * 1000)})
+    except Exception as e:  # noqa: BLE001 - named: refused credentials, or which cluster did not answer
+        raise clients.unreachable(target, f"flow {flow.name}: creating {mtopic} on target", str(e), env_resolver()) from None
     metrics_producer = clients.producer(target, env_resolver())
     summary = JobSummary(flow.name)
 

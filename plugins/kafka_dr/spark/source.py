@@ -146,7 +146,9 @@ class ReplicationStreamReader(DataSourceStreamReader):
         import os
 
         # keyed by the file's mtime too: a rewritten config gets a fresh copier
-        key = (self.options["config"], self.options["flow"], os.stat(self.options["config"]).st_mtime_ns)
+        # and by the options a copier is built with (a --reset-progress run must not reuse a strict one)
+        key = (self.options["config"], self.options["flow"], os.stat(self.options["config"]).st_mtime_ns,
+               self.options.get("allow_reset", "false"), self.options.get("chunk_records", "50000"))
         copier = _copiers.get(key)
         if copier is None:
             cfg, flow = _load(self.options)
