@@ -257,7 +257,7 @@ class Drill:
         self.last_topic, self.last_config = topic, config
         return topic, config, cfg
 
-    def _finish(self, result: TrialResult, cfg, topic: str, job: Job, producer: SteadyProducer, catch_up: float = 240) -> TrialResult:
+    def _finish(self, result: TrialResult, cfg, topic: str, job: Job, producer: SteadyProducer, catch_up: float = 900) -> TrialResult:
         producer.stop()
         try:
             wait_for(f"the job catching up on {topic}", lambda: lag(cfg, topic) == 0, catch_up, every=2)

@@ -259,7 +259,7 @@ class Lab:
         The java launcher may exec itself again at start-up; while it does, the command line
         reads empty, so an empty read is retried briefly before it counts as "not ours".
         """
-        for _ in range(20):
+        for _ in range(100):  # up to 5 s: a loaded machine (load 20 on 2 cores) was seen to need more than 1 s
             try:
                 raw = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
