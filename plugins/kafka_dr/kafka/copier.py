@@ -258,11 +258,15 @@ class RangeCopier:
             rejected = self._commit_chunk(producer, group_meta, spec, chunk, next_offset)
             if rejected is not None:
                 offset, reason = rejected
-                if not self.flow.dead_letter_topic or offset in dead:
+                gone = self._target_missing(producer, spec.target_topic)
+                if gone or not self.flow.dead_letter_topic or offset in dead:
+                    hint = (f"; {self.flow.target}/{spec.target_topic} does not exist (deleted mid-run?): it is not recreated behind "
+                            f"the operator's back, restart the flow to have it created again" if gone else
+                            ("" if self.flow.dead_letter_topic else "; configure dead_letter_topic to set such records aside"))
                     raise RecordRejected(
                         f"flow {self.flow.name}: {self.flow.target} refused {self.flow.source}/{spec.topic}[{spec.partition}]@{offset} "
                         f"(-> {spec.target_topic}[{spec.partition}]): {reason}; the chunk from offset {chunk.first_offset} was "
-                        f"rolled back and nothing after it copied" + ("" if self.flow.dead_letter_topic else "; configure dead_letter_topic to set such records aside")
+                        f"rolled back and nothing after it copied" + hint
                     )
                 dead[offset] = reason
                 source.seek(TopicPartition(spec.topic, spec.partition, chunk.first_offset))
@@ -404,6 +408,15 @@ class RangeCopier:
         producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)
         producer.commit_transaction(60)
         return None
+
+    @staticmethod
+    def _target_missing(producer: Producer, topic: str) -> bool:
+        """Is the target topic gone? (A refused chunk then is no record's fault: no dead letter.)"""
+        try:
+            t = producer.list_topics(topic, timeout=10).topics.get(topic)
+        except KafkaException:
+            return False
+        return t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
 
     @staticmethod
     def _abort(producer: Producer) -> None:
