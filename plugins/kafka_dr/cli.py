@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="kill-job, target-restart, source-restart, network-cut, soak (default: all but soak)")
     dr.add_argument("--kill-trials", type=int, default=10)
     dr.add_argument("--soak-seconds", type=float, default=600)
+    dr.add_argument("--soak-batch", type=int, default=200, help="soak load: records every 0.1 s (default 200: ~2000/s)")
     dr.add_argument("--dir", type=Path, default=None, help="drill lab folder (default ./.lab-drill; wiped first)")
     dr.add_argument("--base-port", type=int, default=19892)
     demo = sub.add_parser("demo", help="run the demo on the local lab")
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "drill":
             from kafka_dr.lab.drill import format_table, run_drill
 
-            results = run_drill(args.dir, args.faults, args.kill_trials, args.soak_seconds, args.base_port)
+            results = run_drill(args.dir, args.faults, args.kill_trials, args.soak_seconds, args.base_port, soak_batch=args.soak_batch)
             print(format_table(results))
             return 0 if all(r.lost == 0 and r.duplicated == 0 for r in results) else 1
         if args.cmd == "demo":

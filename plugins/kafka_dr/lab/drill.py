@@ -163,7 +163,7 @@ def _read(cluster, topic: str):
         return []
     c = clients.consumer(cluster, group_id=f"kafka-dr-drill-{uuid.uuid4().hex[:6]}")
     try:
-        return read_partitions(c, topic, list(range(n)), timeout=120)
+        return read_partitions(c, topic, list(range(n)), timeout=1800)  # millions of records on a loaded machine
     finally:
         c.close()
 
@@ -365,6 +365,8 @@ class Drill:
                 if not job.alive():
                     raise RuntimeError(f"drill soak: the job died at {samples[-1][0]:.0f}s; see {log}")
             rate = producer.count / max(1.0, time.monotonic() - t0)
+            (self.workdir / f"{topic}.samples.csv").write_text(  # kept even if the catch-up or tally fails
+                "seconds,rss_mib,lag_records\n" + "".join(f"{t:.0f},{m:.1f},{lg}\n" for t, m, lg in samples))
             self._finish(result, cfg, topic, job, producer)
         finally:
             producer.stop()
@@ -379,15 +381,14 @@ class Drill:
         result.notes += [f"memory {mem_start:.0f} MiB in the first minute, {mem_end:.0f} MiB in the last",
                          f"lag max {max(s[2] for s in samples)} records, median {sorted(s[2] for s in samples)[len(samples) // 2]}",
                          f"~{rate:.0f} records/s produced"]
-        (self.workdir / f"{topic}.samples.csv").write_text(
-            "seconds,rss_mib,lag_records\n" + "".join(f"{t:.0f},{m:.1f},{lg}\n" for t, m, lg in samples))
         return result
 
 
 FAULTS = ("kill-job", "target-restart", "source-restart", "network-cut", "soak")
 
 
-def run_drill(lab_dir: Path | None, faults: list[str], kill_trials: int, soak_seconds: float, base_port: int, say=print) -> list[TrialResult]:
+def run_drill(lab_dir: Path | None, faults: list[str], kill_trials: int, soak_seconds: float, base_port: int, say=print,
+              soak_batch: int = 200) -> list[TrialResult]:
     """``kafka-dr drill``: start a drill lab (target behind a proxy), run ``faults``, wipe it."""
     from kafka_dr.lab.lab import Lab
 
@@ -410,7 +411,7 @@ def run_drill(lab_dir: Path | None, faults: list[str], kill_trials: int, soak_se
             elif fault == "network-cut":
                 r = drill.network_cut()
             elif fault == "soak":
-                r = drill.soak(soak_seconds)
+                r = drill.soak(soak_seconds, rate_batch=soak_batch)
             else:
                 raise ValueError(f"unknown fault {fault!r} (known: {', '.join(FAULTS)})")
             say(f"drill: {r.row()}")
