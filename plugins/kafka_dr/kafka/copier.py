@@ -84,6 +84,12 @@ class RecordRejected(RuntimeError):
     """The target refused a record and no dead-letter topic is configured."""
 
 
+#: delivery errors that mean "the target did not answer in time", not "the target refused this record"
+TARGET_UNAVAILABLE = {KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
+                      KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND, KafkaError.NOT_LEADER_FOR_PARTITION,
+                      KafkaError.LEADER_NOT_AVAILABLE, KafkaError._ALL_BROKERS_DOWN}
+
+
 @dataclass
 class _Chunk:
     first_offset: int
@@ -397,6 +403,14 @@ class RangeCopier:
         left = producer.flush(120)
         if chunk.error is not None:
             self._abort(producer)
+            if chunk.error.code() in TARGET_UNAVAILABLE and not self._target_missing(producer, spec.target_topic):
+                # the target was down or cut off longer than delivery.timeout.ms: not the record's
+                # fault, so no refusal and no dead letter; the job restarts the query with backoff
+                raise TimeoutError(
+                    f"flow {self.flow.name}: {self.flow.target} did not acknowledge {self.flow.source}/{spec.topic}[{spec.partition}] "
+                    f"offsets {chunk.first_offset}..{next_offset - 1} ({chunk.error.str()}); rolled back, nothing of them "
+                    f"committed; is the target reachable?"
+                )
             return chunk.error_offset, chunk.error.str()
         if left:
             self._abort(producer)
