@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kafka_checks import check_replica, produce_varied, read_sent, read_topic
+from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
