@@ -20,6 +20,7 @@ def _lab_parser(sub: argparse._SubParsersAction) -> None:
     up = ls.add_parser("up", help="start the clusters (idempotent) and write the lab config")
     up.add_argument("--clusters", type=int, default=2, help="how many clusters (default 2: east, west)")
     up.add_argument("--base-port", type=int, default=19092, help="first broker port; cluster i uses base+100*i")
+    up.add_argument("--secure", action="store_true", help="SASL_SSL (SCRAM-SHA-512) listeners with generated certificates; secrets in <dir>/secrets.env")
     down = ls.add_parser("down", help="stop every lab broker this lab started")
     down.add_argument("--wipe", action="store_true", help="also delete the lab folder and its data")
     ls.add_parser("status", help="show each cluster's state")
@@ -33,9 +34,11 @@ def _run_lab(args: argparse.Namespace) -> int:
 
     lab = Lab(args.dir)
     if args.lab_cmd == "up":
-        path = lab.up(count=args.clusters, base_port=args.base_port)
+        path = lab.up(count=args.clusters, base_port=args.base_port, secure=args.secure)
         _print_status(lab)
         print(f"\nlab config: {path}")
+        if args.secure:
+            print(f"secrets:    source {lab.root / 'secrets.env'}   (SCRAM user and password for ${{env:...}} references)")
         print(f"use it:     export KAFKA_DR_CONFIG={path}")
     elif args.lab_cmd == "down":
         lab.down(wipe=args.wipe)
@@ -99,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     fb.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     dq = sub.add_parser("dq", help="compare the clusters and validate the data-quality expectations (local Spark)")
     dq.add_argument("rest", nargs=argparse.REMAINDER, help="--config PATH [--flow NAME] [--topic NAME] ... (see kafka-dr dq --help)")
+    dr = sub.add_parser("drill", help="fault drills on a lab of their own: kill -9, broker restarts, network cut, soak; prints a table")
+    dr.add_argument("faults", nargs="*", default=["kill-job", "target-restart", "source-restart", "network-cut"],
+                    help="kill-job, target-restart, source-restart, network-cut, soak (default: all but soak)")
+    dr.add_argument("--kill-trials", type=int, default=10)
+    dr.add_argument("--soak-seconds", type=float, default=600)
+    dr.add_argument("--soak-batch", type=int, default=200, help="soak load: records every 0.1 s (default 200: ~2000/s)")
+    dr.add_argument("--dir", type=Path, default=None, help="drill lab folder (default ./.lab-drill; wiped first)")
+    dr.add_argument("--base-port", type=int, default=19892)
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -172,6 +183,12 @@ def main(argv: list[str] | None = None) -> int:
             print(format_summary(summary))
             print(json.dumps(summary, default=str))
             return 0
+        if args.cmd == "drill":
+            from kafka_dr.lab.drill import format_table, run_drill
+
+            results = run_drill(args.dir, args.faults, args.kill_trials, args.soak_seconds, args.base_port, soak_batch=args.soak_batch)
+            print(format_table(results))
+            return 0 if all(r.lost == 0 and r.duplicated == 0 for r in results) else 1
         if args.cmd == "demo":
             from kafka_dr.demo import run_demo
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kafka_checks import read_topic
+from kafka_checks import check_replica, produce_varied, read_topic
+from kafka_dr.core.progress import progress_group
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
+from kafka_dr.core.progress import ProgressLost
 from kafka_dr.kafka.copier import RangeCopier, RangeSpec, RecordRejected
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
@@ -41,6 +43,30 @@ def test_unreachable_source_is_retried_then_named(lab, spark, tmp_path, topic_na
     msg = str(info.value)
     assert "giving up after 2 failed run(s)" in msg
     assert "source cluster 'east' (127.0.0.1:1) did not answer" in msg
+
+
+def test_every_restart_is_alerted(lab, spark, tmp_path, topic_name):
+    """While the job retries an unreachable cluster with backoff, each restart reaches the
+    alert webhook (the final failure is the DAG task's failure callback's to send)."""
+    from receivers import WebhookReceiver
+
+    hook = WebhookReceiver()
+    try:
+        doc = yaml.safe_load(lab.config_file.read_text())
+        doc["clusters"]["east"]["bootstrap_servers"] = "127.0.0.1:1"
+        doc["clusters"]["east"].pop("cluster_id", None)
+        doc["alerts"] = {"webhook": {"url": hook.url}}
+        for f in doc["flows"]:
+            f["topics"] = {"allow": [topic_name]}
+        path = tmp_path / "dead-target.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        with pytest.raises(RuntimeError, match="giving up after 3 failed run"):
+            run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_restarts=2), spark=spark)
+        assert [(a["event"], a["restart"], a["max_restarts"]) for a in hook.received] == [("restart", 1, 2), ("restart", 2, 2)]
+        assert "source cluster 'east' (127.0.0.1:1) did not answer" in hook.received[0]["error"]
+        assert hook.received[1]["backoff_seconds"] == 4.0
+    finally:
+        hook.close()
 
 
 def test_record_too_large_stops_the_flow_naming_the_record(lab, lab_config, spark, tmp_path, topic_name):
@@ -97,3 +123,58 @@ def test_target_with_fewer_partitions_is_refused(lab, lab_config, spark, tmp_pat
         run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
     assert f"west/{topic_name} has 2 partitions but east/{topic_name} has 4" in str(info.value)
     assert read_topic(west, topic_name) == []
+
+
+def test_deleted_progress_is_refused_unless_reset(lab, lab_config, spark, tmp_path, topic_name):
+    """The flow's progress group is deleted on the target after a run: the next run must not
+    start again from the log start (duplicates). It refuses, naming the partitions and the
+    last copy found, copies nothing; with --reset-progress it resumes after that copy."""
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=2)
+    first = produce_varied(east, topic_name, "first", 40, 2)
+    config = flow_config(lab, tmp_path, [topic_name])
+    opts = dict(config=str(config), flow="east_to_west", mode="incremental", max_restarts=2)
+    run_flow(JobOptions(**opts), spark=spark)
+    admin = clients.admin(west)
+    for fut in admin.delete_consumer_groups([progress_group(lab_config.internal_prefix, "east_to_west")], request_timeout=30).values():
+        fut.result()
+    second = produce_varied(east, topic_name, "second", 10, 2)
+
+    with pytest.raises(RuntimeError) as info:
+        run_flow(JobOptions(**opts), spark=spark)
+    msg = str(info.value)
+    assert "stopped:" in msg and "no committed progress on west for" in msg, msg
+    assert f"{topic_name}[0] (last copy on west/{topic_name}[0] is of offset 19)" in msg, msg
+    assert "--reset-progress" in msg
+    check_replica("west", read_topic(west, topic_name), first, source_topic=topic_name)  # nothing half-applied
+
+    run_flow(JobOptions(**opts, allow_reset=True), spark=spark)
+    check_replica("west", read_topic(west, topic_name), first + second, source_topic=topic_name)
+
+
+def test_target_topic_deleted_mid_run_is_named_and_rolled_back(lab, lab_config, topic_name):
+    """The target topic disappears between two copies (an operator deletes it): the next copy
+    stops naming the record and the missing topic (or, once the topic's offsets are gone too,
+    refuses to guess where to resume); it neither recreates the topic behind the operator's
+    back nor restarts from the beginning."""
+    cfg = lab_config
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=1)
+    produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(10)])
+    ensure_topic(clients.admin(west), topic_name, partitions=1)
+    copier = RangeCopier(cfg, cfg.flows[0], producer_overrides={"topic.metadata.propagation.max.ms": 3000, "delivery.timeout.ms": 20000})
+    try:
+        copier.copy(RangeSpec(topic_name, 0, 0, 5, topic_name))
+        admin = clients.admin(west)  # referenced until its futures complete
+        for fut in admin.delete_topics([topic_name], operation_timeout=30).values():
+            fut.result()
+        with pytest.raises((ProgressLost, RecordRejected)) as info:
+            copier.copy(RangeSpec(topic_name, 0, 5, 10, topic_name))
+    finally:
+        copier.close()
+    msg = str(info.value)
+    if isinstance(info.value, RecordRejected):  # the group still has the topic's offsets: the chunk is refused, rolled back
+        assert f"east/{topic_name}[0]@5" in msg and f"west/{topic_name} does not exist (deleted mid-run?)" in msg, msg
+    else:  # the topic's offsets went with it: the copier refuses to guess where to resume
+        assert f"flow east_to_west: east/{topic_name}[0] -> west/{topic_name}[0]: no committed progress" in msg, msg
+    assert topic_name not in clients.admin(west).list_topics(timeout=10).topics

@@ -72,3 +72,17 @@ def test_lab_config_yaml_round_trips(count):
     cfg = parse_config_text(text)
     assert list(cfg.clusters) == [c.name for c in cs]
     assert cfg.thresholds.heartbeat_max_age_seconds == 120.0
+
+
+def test_secure_and_proxied_clusters_get_an_internal_listener_and_advertise_the_proxy():
+    from kafka_dr.lab.topology import lab_clusters, lab_config
+
+    east, west = lab_clusters(2, 40000, secure=True, proxied=("west",))
+    assert (east.bootstrap, east.direct, east.internal_port) == ("127.0.0.1:40000", "127.0.0.1:40002", 40002)
+    assert (west.bootstrap, west.direct, west.proxy_port) == ("127.0.0.1:40150", "127.0.0.1:40102", 40150)
+    doc = lab_config([east, west], {}, ca_file="/lab/tls/ca.pem")
+    client = doc["clusters"]["east"]["client"]
+    assert client["security.protocol"] == "SASL_SSL" and client["sasl.mechanisms"] == "SCRAM-SHA-512"
+    assert client["sasl.password"] == "${env:KAFKA_DR_LAB_SASL_PASSWORD}" and client["ssl.ca.location"] == "/lab/tls/ca.pem"
+    plain = lab_config(lab_clusters(2, 40000), {})
+    assert "client" not in plain["clusters"]["east"] and plain["clusters"]["east"]["bootstrap_servers"] == "127.0.0.1:40000"

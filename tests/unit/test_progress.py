@@ -69,3 +69,28 @@ def test_metadata_round_trip():
 @pytest.mark.parametrize("raw", [None, "", "garbage", "{", '"a string"', "[1, 2]", "42", "null", "true"])
 def test_metadata_that_is_not_ours_decodes_to_empty(raw):
     assert decode_metadata(raw) == {}
+
+
+def test_first_run_without_copies_starts_at_the_log_start():
+    from kafka_dr.core.progress import lost_progress_starts
+
+    assert lost_progress_starts("east_to_west", "west", {("orders", 0): None, ("orders", 1): None}, allow_reset=False) == {}
+
+
+def test_copies_without_progress_are_refused_naming_every_partition():
+    from kafka_dr.core.progress import lost_progress_starts
+
+    copies = {("orders", 0): ("orders", 41), ("orders", 1): None, ("orders", 2): ("orders", 7)}
+    with pytest.raises(ProgressLost) as info:
+        lost_progress_starts("east_to_west", "west", copies, allow_reset=False)
+    msg = str(info.value)
+    assert msg.startswith("flow east_to_west: no committed progress on west for orders[0] (last copy on west/orders[0] is of offset 41), "
+                          "orders[2] (last copy on west/orders[2] is of offset 7)")
+    assert "--reset-progress" in msg and "orders[1]" not in msg
+
+
+def test_reset_resumes_right_after_the_last_copy():
+    from kafka_dr.core.progress import lost_progress_starts
+
+    copies = {("orders", 0): ("east.orders", 41), ("orders", 1): None}
+    assert lost_progress_starts("f", "west", copies, allow_reset=True) == {("orders", 0): 42}

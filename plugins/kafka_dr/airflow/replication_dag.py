@@ -24,6 +24,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk import DAG, task
 
 from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 
 REPO = Path(__file__).resolve().parents[3]
@@ -106,6 +107,7 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             name=f"kafka-dr-{flow.name}",
             conf={"spark.ui.showConsoleProgress": "false", **dict(cfg.spark.conf)},
             env_vars=_spark_env(),
+            on_failure_callback=failure_callbacks(cfg.alerts),  # the job gave up: a cluster stays unreachable, a refusal
             retries=3,
             retry_delay=pendulum.duration(seconds=30),
         )

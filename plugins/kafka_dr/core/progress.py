@@ -54,5 +54,27 @@ def resume_offset(committed: int | None, planned_start: int, log_start: int, all
     return max(planned_start, log_start)
 
 
+def lost_progress_starts(flow: str, target: str, copies: dict[tuple[str, int], tuple[str, int] | None], allow_reset: bool) -> dict[tuple[str, int], int]:
+    """Decide where partitions *without* committed progress start, at the job's start.
+
+    ``copies`` maps each such source ``(topic, partition)`` to ``(target topic, last source
+    offset found replicated on the target)``, or ``None`` when the target holds no copy of it
+    (a first run: start at the log start, nothing is returned for it). A partition that has
+    copies but no progress lost its progress state (group deleted, offsets expired): starting
+    at the log start would copy everything again. Refused with :class:`ProgressLost` naming
+    every such partition, unless ``allow_reset`` (``--reset-progress``), which resumes right
+    after the last copy found: neither loss nor duplicate.
+    """
+    found = {tp: c for tp, c in copies.items() if c is not None}
+    if found and not allow_reset:
+        parts = ", ".join(f"{t}[{p}] (last copy on {target}/{c[0]}[{p}] is of offset {c[1]})" for (t, p), c in sorted(found.items()))
+        raise ProgressLost(
+            f"flow {flow}: no committed progress on {target} for {parts}, yet {target} holds records copied from them: "
+            f"the progress group was deleted or expired. Not restarting from the beginning (that would duplicate); "
+            f"re-run with --reset-progress (JobOptions.allow_reset) to resume after the last copy found"
+        )
+    return {tp: c[1] + 1 for tp, c in found.items()}
+
+
 class ProgressLost(RuntimeError):
     """The flow's progress state is gone; restarting from anywhere would lose or duplicate."""

@@ -26,6 +26,49 @@ class ClusterUnreachable(RuntimeError):
     """A cluster did not answer within the time allowed."""
 
 
+class AuthenticationFailed(ClusterUnreachable):
+    """The cluster answered but refused the credentials (or the TLS handshake): retrying
+    cannot help. The message names the cluster and the setting, never the secret."""
+
+
+def auth_problem(cluster: ClusterConfig, resolve: SecretResolver | None = None, timeout: float = 6.0) -> str | None:
+    """Why ``cluster`` refuses us, when it is an authentication or TLS failure; else ``None``.
+
+    librdkafka reports a refused SASL login or TLS handshake only to the error callback (the
+    call itself just times out as "transport failure"), so a short probe listens for it.
+    """
+    seen: list = []
+    try:
+        conf = client_config(cluster, resolve, error_cb=seen.append, log_level=0)
+    except LookupError as e:
+        return f"a credential could not be resolved: {e}"
+    client = AdminClient(conf)
+    try:
+        client.list_topics(timeout=timeout)
+    except KafkaException:
+        pass
+    client.poll(0.5)  # error callbacks are served by poll
+    from confluent_kafka import KafkaError
+
+    for err in seen:
+        if err.code() == KafkaError._AUTHENTICATION:
+            who = cluster.client.get("sasl.username")
+            return (f"authentication failed ({cluster.client.get('sasl.mechanisms', 'SASL')} as user from {who}; "
+                    f"check sasl.username/sasl.password)")
+        if err.code() == KafkaError._SSL:
+            return "TLS handshake failed (check ssl.ca.location and the broker certificate)"
+    return None
+
+
+def unreachable(cluster: ClusterConfig, what: str, error: str, resolve: SecretResolver | None = None) -> ClusterUnreachable:
+    """The error for a cluster that did not answer ``what``: :class:`AuthenticationFailed` when
+    the probe finds refused credentials, else :class:`ClusterUnreachable`."""
+    problem = auth_problem(cluster, resolve)
+    if problem:
+        return AuthenticationFailed(f"{what}: cluster {cluster.name!r} ({cluster.bootstrap_servers}): {problem}")
+    return ClusterUnreachable(f"{what}: cluster {cluster.name!r} ({cluster.bootstrap_servers}) did not answer: {error}")
+
+
 def client_config(cluster: ClusterConfig, resolve: SecretResolver | None = None, **overrides: Any) -> dict[str, Any]:
     """The librdkafka settings for ``cluster`` with secrets resolved."""
     resolve = resolve or env_resolver()
@@ -72,6 +115,9 @@ def cluster_id(cluster: ClusterConfig, resolve: SecretResolver | None = None, ti
     try:
         md = client.list_topics(timeout=timeout)
     except KafkaException as e:
+        problem = auth_problem(cluster, resolve)
+        if problem:
+            raise AuthenticationFailed(f"cluster {cluster.name!r} ({cluster.bootstrap_servers}): {problem}") from None
         raise ClusterUnreachable(
             f"cluster {cluster.name!r} ({cluster.bootstrap_servers}) did not answer a metadata request within {timeout:.0f}s: {e.args[0]}"
         ) from None

@@ -33,7 +33,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import Transform, router_for
-from kafka_dr.core.progress import decode_metadata, encode_metadata, progress_group, resume_offset
+from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset
 from kafka_dr.kafka.clients import SecretResolver, client_config
 
 log = logging.getLogger(__name__)
@@ -82,6 +82,12 @@ class RangeResult:
 
 class RecordRejected(RuntimeError):
     """The target refused a record and no dead-letter topic is configured."""
+
+
+#: delivery errors that mean "the target did not answer in time", not "the target refused this record"
+TARGET_UNAVAILABLE = {KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
+                      KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND, KafkaError.NOT_LEADER_FOR_PARTITION,
+                      KafkaError.LEADER_NOT_AVAILABLE, KafkaError._ALL_BROKERS_DOWN}
 
 
 @dataclass
@@ -221,7 +227,11 @@ class RangeCopier:
         source = self._source_consumer()
         low, _ = source.get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=30, cached=False)
         committed = self.committed(spec.target_topic, spec.partition)
-        start = resume_offset(committed, spec.start, low, self.allow_reset)
+        try:
+            start = resume_offset(committed, spec.start, low, self.allow_reset)
+        except ProgressLost as e:
+            raise ProgressLost(f"flow {self.flow.name}: {self.flow.source}/{spec.topic}[{spec.partition}] -> "
+                               f"{self.flow.target}/{spec.target_topic}[{spec.partition}]: {e} (was the target topic deleted?)") from None
         result = RangeResult(self.flow.name, spec.topic, spec.partition, spec.target_topic, spec.start, start, spec.end)
         if committed is not None and committed < low:
             result.lost_to_retention = low - committed
@@ -264,11 +274,15 @@ class RangeCopier:
             rejected = self._commit_chunk(producer, group_meta, spec, chunk, next_offset)
             if rejected is not None:
                 offset, reason = rejected
-                if not self.flow.dead_letter_topic or offset in dead:
+                gone = self._target_missing(producer, spec.target_topic)
+                if gone or not self.flow.dead_letter_topic or offset in dead:
+                    hint = (f"; {self.flow.target}/{spec.target_topic} does not exist (deleted mid-run?): it is not recreated behind "
+                            f"the operator's back, restart the flow to have it created again" if gone else
+                            ("" if self.flow.dead_letter_topic else "; configure dead_letter_topic to set such records aside"))
                     raise RecordRejected(
                         f"flow {self.flow.name}: {self.flow.target} refused {self.flow.source}/{spec.topic}[{spec.partition}]@{offset} "
                         f"(-> {spec.target_topic}[{spec.partition}]): {reason}; the chunk from offset {chunk.first_offset} was "
-                        f"rolled back and nothing after it copied" + ("" if self.flow.dead_letter_topic else "; configure dead_letter_topic to set such records aside")
+                        f"rolled back and nothing after it copied" + hint
                     )
                 dead[offset] = reason
                 source.seek(TopicPartition(spec.topic, spec.partition, chunk.first_offset))
@@ -405,6 +419,14 @@ class RangeCopier:
         left = producer.flush(120)
         if chunk.error is not None:
             self._abort(producer)
+            if chunk.error.code() in TARGET_UNAVAILABLE and not self._target_missing(producer, spec.target_topic):
+                # the target was down or cut off longer than delivery.timeout.ms: not the record's
+                # fault, so no refusal and no dead letter; the job restarts the query with backoff
+                raise TimeoutError(
+                    f"flow {self.flow.name}: {self.flow.target} did not acknowledge {self.flow.source}/{spec.topic}[{spec.partition}] "
+                    f"offsets {chunk.first_offset}..{next_offset - 1} ({chunk.error.str()}); rolled back, nothing of them "
+                    f"committed; is the target reachable?"
+                )
             return chunk.error_offset, chunk.error.str()
         if left:
             self._abort(producer)
@@ -425,6 +447,15 @@ class RangeCopier:
         producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)
         producer.commit_transaction(60)
         return None
+
+    @staticmethod
+    def _target_missing(producer: Producer, topic: str) -> bool:
+        """Is the target topic gone? (A refused chunk then is no record's fault: no dead letter.)"""
+        try:
+            t = producer.list_topics(topic, timeout=10).topics.get(topic)
+        except KafkaException:
+            return False
+        return t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
 
     @staticmethod
     def _abort(producer: Producer) -> None:
@@ -478,3 +509,45 @@ def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout:
             if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() >= deadline:
                 raise
             time.sleep(0.5)
+
+
+def last_copied_offset(cfg: DrConfig, flow: FlowConfig, source_topic: str, target_topic: str, partition: int,
+                       resolve: SecretResolver | None = None, scan: int = 10_000, timeout: float = 60.0) -> int | None:
+    """The highest source offset of ``source_topic[partition]`` found replicated by this flow
+    in the last ``scan`` records of ``target_topic[partition]`` (provenance headers), or None.
+
+    Only asked for partitions without committed progress, to tell a first run (no copies)
+    from lost progress (copies, no progress). Copies sit in source order, so the newest is
+    the highest; a target whose last ``scan`` records are all local writes is not looked past.
+    """
+    from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
+
+    c = Consumer(client_config(cfg.cluster(flow.target), resolve, **{
+        "group.id": f"{progress_group(cfg.internal_prefix, flow.name)}.scan", "enable.auto.commit": False,
+        "isolation.level": "read_committed", "enable.partition.eof": True}))
+    try:
+        low, high = c.get_watermark_offsets(TopicPartition(target_topic, partition), timeout=timeout, cached=False)
+        if high <= low:
+            return None
+        c.assign([TopicPartition(target_topic, partition, max(low, high - scan))])
+        best, deadline = None, time.monotonic() + timeout
+        src, part = flow.source.encode(), str(partition).encode()
+        while time.monotonic() < deadline:
+            msgs = c.consume(num_messages=5000, timeout=0.5)
+            done = False
+            for m in msgs:
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        done = True
+                        continue
+                    raise RuntimeError(f"flow {flow.name}: scanning {flow.target}/{target_topic}[{partition}]: {m.error().str()}")
+                h = dict(m.headers() or ())
+                if h.get(ORIGIN) == src and h.get(ORIGIN_TOPIC) == source_topic.encode() and h.get(ORIGIN_PARTITION) == part:
+                    best = max(best or -1, int(h[ORIGIN_OFFSET]))
+                if m.offset() + 1 >= high:
+                    done = True
+            if done or (not msgs and c.position([TopicPartition(target_topic, partition)])[0].offset >= high):
+                return best
+        raise TimeoutError(f"flow {flow.name}: scanning {flow.target}/{target_topic}[{partition}] for copies took over {timeout:.0f}s")
+    finally:
+        c.close()

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_config import replicable_configs
-from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config
+from kafka_dr.kafka.clients import AuthenticationFailed, ClusterUnreachable, SecretResolver, auth_problem, client_config
 from kafka_dr.kafka.topic_admin import create_topics, describe_topic_configs
 from kafka_dr.kafka.topics import ensure_topic
 
@@ -44,7 +44,7 @@ class TopicRoute:
 
 class FlowPlanner:
     def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, clock=time.monotonic) -> None:
-        self.cfg, self.flow, self.clock = cfg, flow, clock
+        self.cfg, self.flow, self.clock, self.resolve = cfg, flow, clock, resolve
         self.router = router_for(cfg, flow)
         self.source = AdminClient(client_config(cfg.cluster(flow.source), resolve))
         self.target = AdminClient(client_config(cfg.cluster(flow.target), resolve))
@@ -67,6 +67,10 @@ class FlowPlanner:
         except KafkaException as e:
             name = self.flow.source if which == "source" else self.flow.target
             cluster = self.cfg.cluster(name)
+            problem = auth_problem(cluster, self.resolve)
+            if problem:
+                raise AuthenticationFailed(
+                    f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}): {problem}") from None
             raise ClusterUnreachable(
                 f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}) did not answer: {e.args[0].str()}"
             ) from None

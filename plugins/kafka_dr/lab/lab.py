@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_dr.lab.jars import DEFAULT_KAFKA_VERSION, ensure_jars
+from kafka_dr.lab import secure as lab_secure
+from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV
 from kafka_dr.lab.topology import LabCluster, lab_clusters, lab_config_yaml
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -50,16 +52,44 @@ def default_lab_dir() -> Path:
     return Path(os.environ.get("KAFKA_DR_LAB_DIR", ".lab")).resolve()
 
 
-def _server_properties(c: LabCluster, data_dir: Path) -> str:
+def _listener_properties(c: LabCluster, keystore: Path | None) -> str:
+    """Listeners: plain (PLAINTEXT on ``port``), or for a secure/proxied cluster a client
+    listener (SASL_SSL or PLAINTEXT, advertised at the proxy when there is one) plus an
+    INTERNAL plaintext loopback listener for the broker itself."""
+    if c.internal_port is None:
+        return f"""listeners=PLAINTEXT://127.0.0.1:{c.port},CONTROLLER://127.0.0.1:{c.controller_port}
+advertised.listeners=PLAINTEXT://127.0.0.1:{c.port}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+"""
+    proto = "SASL_SSL" if c.secure else "PLAINTEXT"
+    out = f"""listeners=CLIENT://127.0.0.1:{c.port},INTERNAL://127.0.0.1:{c.internal_port},CONTROLLER://127.0.0.1:{c.controller_port}
+advertised.listeners=CLIENT://127.0.0.1:{c.proxy_port or c.port},INTERNAL://127.0.0.1:{c.internal_port}
+listener.security.protocol.map=CLIENT:{proto},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=INTERNAL
+"""
+    if c.secure:
+        # The keystore password comes from the broker's environment (Kafka's EnvVarConfigProvider),
+        # so no file of the lab but secrets.env holds a secret.
+        out += f"""config.providers=env
+config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.client.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PKCS12
+ssl.keystore.location={keystore}
+ssl.keystore.password=${{env:{KEYSTORE_PASSWORD_ENV}}}
+ssl.key.password=${{env:{KEYSTORE_PASSWORD_ENV}}}
+"""
+    return out
+
+
+def _server_properties(c: LabCluster, data_dir: Path, keystore: Path | None = None) -> str:
     return f"""# Lab broker {c.name}: one KRaft node that is both broker and controller.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{c.controller_port}
-listeners=PLAINTEXT://127.0.0.1:{c.port},CONTROLLER://127.0.0.1:{c.controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{c.port}
+{_listener_properties(c, keystore).strip()}
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
 log.dirs={data_dir}
 num.partitions=1
 default.replication.factor=1
@@ -105,40 +135,60 @@ class Lab:
 
     def clusters(self) -> list[LabCluster]:
         state = self._load()
-        return [LabCluster(c["name"], c["port"], c["controller_port"]) for c in state.get("clusters", [])]
+        return [LabCluster(c["name"], c["port"], c["controller_port"], c.get("secure", False), c.get("proxy_port"))
+                for c in state.get("clusters", [])]
+
+    @property
+    def secure(self) -> bool:
+        return bool(self._load().get("secure"))
 
     def _cluster_dir(self, name: str) -> Path:
         return self.root / "clusters" / name
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def up(self, count: int = 2, base_port: int = 19092, timeout: float = 90.0) -> Path:
-        """Start (or keep) ``count`` clusters; returns the written config file."""
+    def up(self, count: int = 2, base_port: int = 19092, timeout: float = 90.0, secure: bool = False,
+           proxied: tuple[str, ...] = ()) -> Path:
+        """Start (or keep) ``count`` clusters; returns the written config file.
+
+        ``secure``: SASL_SSL (SCRAM-SHA-512) client listeners with a generated CA and broker
+        certificate; the credentials are in ``<dir>/secrets.env`` (mode 600), the config
+        refers to them as ``${env:...}``. ``proxied``: clusters whose clients are sent to a
+        TCP proxy the caller runs on ``port+50`` (network-fault drills)."""
         state = self._load()
         if state.get("clusters"):
             existing = len(state["clusters"])
-            if existing != count:
-                raise LabError(f"the lab in {self.root} has {existing} cluster(s); run `kafka-dr lab down --wipe` before starting {count}")
+            if existing != count or bool(state.get("secure")) != secure:
+                raise LabError(f"the lab in {self.root} has {existing} {'secure ' if state.get('secure') else ''}cluster(s); "
+                               f"run `kafka-dr lab down --wipe` before starting {count}{' secure' if secure else ''}")
             clusters = self.clusters()
         else:
-            clusters = lab_clusters(count, base_port)
+            clusters = lab_clusters(count, base_port, secure, proxied)
             for c in clusters:
-                for port in (c.port, c.controller_port):
+                for port in (c.port, c.controller_port, c.internal_port, c.proxy_port):
+                    if port is None:
+                        continue
                     if _port_open(port):
                         raise LabError(f"port {port} on 127.0.0.1 is already in use; choose another --base-port")
-            state = {"kafka_version": self.kafka_version, "clusters": [
-                {"name": c.name, "port": c.port, "controller_port": c.controller_port, "pid": None, "cluster_id": None} for c in clusters
+            state = {"kafka_version": self.kafka_version, "secure": secure, "clusters": [
+                {"name": c.name, "port": c.port, "controller_port": c.controller_port, "secure": c.secure, "proxy_port": c.proxy_port,
+                 "pid": None, "cluster_id": None} for c in clusters
             ]}
             self._save(state)
+            if secure:
+                lab_secure.prepare(self.root)
         jars = ensure_jars(state.get("kafka_version", self.kafka_version))
         for c in clusters:
             self._start(c, jars)
         ids = {c.name: self._wait_ready(c, timeout) for c in clusters}
+        if secure:
+            for c in clusters:
+                lab_secure.create_user(self.root, c.direct)
         state = self._load()
         for entry in state["clusters"]:
             entry["cluster_id"] = ids[entry["name"]]
         self._save(state)
-        self.config_file.write_text(lab_config_yaml(clusters, ids))
+        self.config_file.write_text(lab_config_yaml(clusters, ids, str(lab_secure.ca_file(self.root)) if secure else None))
         return self.config_file
 
     def start(self, name: str, timeout: float = 90.0) -> None:
@@ -189,7 +239,7 @@ class Lab:
             answering, cid, topics = False, None, None
             if running:
                 try:
-                    cid, topics = _metadata(c.bootstrap, 5.0)
+                    cid, topics = _metadata(c.direct, 5.0)
                     answering = True
                 except Exception:  # noqa: BLE001 - status reports, never raises
                     pass
@@ -246,7 +296,7 @@ class Lab:
         d = self._cluster_dir(c.name)
         data = d / "data"
         d.mkdir(parents=True, exist_ok=True)
-        self._props(c).write_text(_server_properties(c, data))
+        self._props(c).write_text(_server_properties(c, data, lab_secure.keystore_file(self.root) if c.secure else None))
         cp = f"{jars}/*"
         if not (data / "meta.properties").exists():
             cluster_uuid = _kafka_uuid()
@@ -256,14 +306,15 @@ class Lab:
             )
             if fmt.returncode != 0:
                 raise LabError(f"formatting the storage of lab cluster {c.name!r} failed:\n{fmt.stderr.strip()[-1500:]}")
-        for port in (c.port, c.controller_port):
-            if _port_open(port):
+        for port in (c.port, c.controller_port, c.internal_port):
+            if port and _port_open(port):
                 raise LabError(f"cannot start lab cluster {c.name!r}: port {port} is taken by another process")
         console = open(d / "console.log", "ab")
         cmd = ["java", *HEAP.split(), "-XX:+UseSerialGC", "-Djava.awt.headless=true",
                f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.dr.log={d / 'broker.log'}",
                "-cp", cp, "kafka.Kafka", str(self._props(c))]
-        proc = subprocess.Popen(cmd, stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=d)
+        env = {**os.environ, **(lab_secure.broker_env(self.root) if c.secure else {})}
+        proc = subprocess.Popen(cmd, stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=d, env=env)
         console.close()
         self._set_pid(c.name, proc.pid)
 
@@ -276,11 +327,11 @@ class Lab:
                 log = self._cluster_dir(c.name) / "console.log"
                 tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
                 raise LabError(f"lab cluster {c.name!r} exited during start-up; last output:\n{tail}")
-            if not _port_open(c.port):
+            if not _port_open(c.internal_port or c.port):
                 time.sleep(0.3)
                 continue
             try:
-                cid, _ = _metadata(c.bootstrap, 3.0)
+                cid, _ = _metadata(c.direct, 3.0)
                 return cid
             except Exception as e:  # noqa: BLE001 - retried until the deadline
                 last = str(e)

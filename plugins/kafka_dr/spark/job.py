@@ -59,7 +59,8 @@ class JobSummary:
 
 #: Failures a restart cannot cure: stop at once instead of backing off.
 PERMANENT = ("ModuleNotFoundError", "ImportError", "ConfigError", "ProgressLost", "TargetTopicMismatch", "RecordRejected",
-             "partitions but", " refuses ", " refused ", "no flow named")
+             "partitions but", " refuses ", " refused ", "no flow named", "AuthenticationFailed", "authentication failed",
+             "TLS handshake failed", "UnresolvedSecret", "no committed progress")
 
 
 def metrics_topic(internal_prefix: str) -> str:
@@ -122,7 +123,10 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
 
     target = cfg.cluster(flow.target)
     mtopic = metrics_topic(cfg.internal_prefix)
-    ensure_topic(clients.admin(target, env_resolver()), mtopic, partitions=1, config={"retention.ms": str(7 * 86400 * 1000)})
+    try:
+        ensure_topic(clients.admin(target, env_resolver()), mtopic, partitions=1, config={"retention.ms": str(7 * 86400 * 1000)})
+    except Exception as e:  # noqa: BLE001 - named: refused credentials, or which cluster did not answer
+        raise clients.unreachable(target, f"flow {flow.name}: creating {mtopic} on target", str(e), env_resolver()) from None
     metrics_producer = clients.producer(target, env_resolver())
     summary = JobSummary(flow.name)
 
@@ -179,12 +183,41 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             if summary.restarts > opts.max_restarts or stop.requested() or (deadline and time.monotonic() > deadline):
                 raise RuntimeError(f"flow {flow.name}: giving up after {summary.restarts} failed run(s); last error: {reason}")
             log.error("flow %s: query failed (%s); restart %d/%d in %.0fs", flow.name, reason, summary.restarts, opts.max_restarts, backoff)
+            alert_restart(cfg, flow.name, reason, summary.restarts, opts.max_restarts, backoff)
             _sleep(backoff, stop)
             backoff = min(backoff * 2, 60.0)
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
         metrics_producer.flush(10)
+
+
+def alert_restart(cfg, flow: str, reason: str, restart: int, max_restarts: int, backoff: float) -> None:
+    """Tell the config's alert channels (webhook, e-mail) that a flow's query failed and is
+    being restarted: an operator hears of a cluster outage while the job still rides it out,
+    not only when it gives up (then the DAG task's failure callback alerts). Never raises."""
+    if cfg.alerts.webhook is None and cfg.alerts.email is None:
+        return
+    subject = f"[kafka-dr] flow {flow}: replication query failed, restart {restart}/{max_restarts} in {backoff:.0f}s"
+    body = f"{subject}\n\n{reason}\n"
+    payload = {"source": "kafka-dr", "flow": flow, "event": "restart", "restart": restart, "max_restarts": max_restarts,
+               "backoff_seconds": backoff, "error": reason}
+    try:
+        from kafka_dr.airflow.notifier import send_email, send_webhook
+        from kafka_dr.core.secret_refs import env_resolver
+    except ImportError as e:  # a Spark cluster without Airflow installed: the log line above stays
+        log.warning("flow %s: cannot send restart alerts here (%s)", flow, e)
+        return
+    if cfg.alerts.webhook is not None:
+        try:
+            send_webhook(cfg.alerts.webhook.url, payload)
+        except Exception as e:  # noqa: BLE001 - alerting must not break the job
+            log.error("kafka-dr alert: webhook failed: %s", e)
+    if cfg.alerts.email is not None:
+        try:
+            send_email(cfg.alerts, subject, body, resolve=env_resolver())
+        except Exception as e:  # noqa: BLE001
+            log.error("kafka-dr alert: e-mail via %s:%s failed: %s", cfg.alerts.email.smtp_host, cfg.alerts.email.smtp_port, e)
 
 
 def failure_reason(error: BaseException, flow: str) -> str:
@@ -242,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-duration", type=float, default=None, help="continuous mode: stop after this many seconds")
     p.add_argument("--max-restarts", type=int, default=5)
     p.add_argument("--stop-file", default=None, help="stop gracefully when this file appears")
-    p.add_argument("--allow-reset", action="store_true", help="start partitions whose progress was lost from the planned offset")
+    p.add_argument("--reset-progress", "--allow-reset", dest="allow_reset", action="store_true",
+                   help="resume partitions whose progress state was lost after the last copy found on the target "
+                        "(without it the job refuses to start them: ProgressLost)")
     p.add_argument("--chunk-records", type=int, default=50_000)
     p.add_argument("--max-records-per-batch", type=int, default=0,
                    help="at most this many records per source partition per micro-batch (0: no cap)")

@@ -90,18 +90,26 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     @_plain_errors
     def initialOffset(self) -> dict:
-        from kafka_dr.kafka.copier import read_committed_progress
+        from kafka_dr.core.progress import lost_progress_starts
+        from kafka_dr.kafka.copier import last_copied_offset, read_committed_progress
 
         planner = self._plan()
         offsets = planner.earliest()
         wanted = [(planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts]
         by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver())
+        missing = {}
         for topic, parts in offsets.items():
             target = planner.target_topic(topic)
             for p in parts:
                 done = by_target.get((target, int(p)))
                 if done is not None:
                     parts[p] = max(parts[p], done["next_offset"])
+                else:
+                    last = last_copied_offset(planner.cfg, planner.flow, topic, target, int(p), _resolver())
+                    missing[(topic, int(p))] = None if last is None else (target, last)
+        allow = self.options.get("allow_reset", "false").lower() == "true"
+        for (topic, p), start in lost_progress_starts(planner.flow.name, planner.flow.target, missing, allow).items():
+            offsets[topic][str(p)] = max(offsets[topic][str(p)], start)
         return offsets
 
     @_plain_errors
@@ -141,7 +149,9 @@ class ReplicationStreamReader(DataSourceStreamReader):
         import os
 
         # keyed by the file's mtime too: a rewritten config gets a fresh copier
-        key = (self.options["config"], self.options["flow"], os.stat(self.options["config"]).st_mtime_ns)
+        # and by the options a copier is built with (a --reset-progress run must not reuse a strict one)
+        key = (self.options["config"], self.options["flow"], os.stat(self.options["config"]).st_mtime_ns,
+               self.options.get("allow_reset", "false"), self.options.get("chunk_records", "50000"))
         copier = _copiers.get(key)
         if copier is None:
             cfg, flow = _load(self.options)

@@ -1,0 +1,118 @@
+"""A loopback TCP proxy that a drill can cut and restore: the network between the
+replication job and one cluster.
+
+The lab starts that cluster with its client listener *advertised* at the proxy's port
+(``Lab.up(proxied=...)``), so every connection a Kafka client makes to it, bootstrap and
+per-broker alike, passes through here. :meth:`TcpProxy.cut` drops every open connection and
+resets new ones until :meth:`TcpProxy.restore`; like a partition, the client sees its
+connections die and cannot reconnect.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+
+
+class TcpProxy:
+    def __init__(self, listen_port: int, target_port: int, host: str = "127.0.0.1") -> None:
+        self.listen_port, self.target_port, self.host = listen_port, target_port, host
+        self._cut = threading.Event()
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._pairs: list[tuple[socket.socket, socket.socket]] = []
+        self._server: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self.connections = 0
+
+    def start(self) -> "TcpProxy":
+        srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind((self.host, self.listen_port))
+        srv.listen(64)
+        srv.settimeout(0.2)
+        self._server = srv
+        self._thread = threading.Thread(target=self._accept_loop, name=f"proxy-{self.listen_port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def cut(self) -> None:
+        """Drop every open connection; refuse (reset) new ones until :meth:`restore`."""
+        self._cut.set()
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for a, b in pairs:
+            _close(a)
+            _close(b)
+
+    def restore(self) -> None:
+        self._cut.clear()
+
+    @property
+    def is_cut(self) -> bool:
+        return self._cut.is_set()
+
+    def close(self) -> None:
+        self._closed.set()
+        self.cut()
+        if self._server is not None:
+            _close(self._server)
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> "TcpProxy":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _accept_loop(self) -> None:
+        assert self._server is not None
+        while not self._closed.is_set():
+            try:
+                client, _ = self._server.accept()
+            except (TimeoutError, socket.timeout):
+                continue
+            except OSError:
+                return
+            if self._cut.is_set():
+                client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST
+                _close(client)
+                continue
+            try:
+                upstream = socket.create_connection((self.host, self.target_port), timeout=5)
+            except OSError:
+                _close(client)
+                continue
+            self.connections += 1
+            with self._lock:
+                self._pairs.append((client, upstream))
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+
+    def _pump(self, a: socket.socket, b: socket.socket) -> None:
+        """Copy bytes both ways until either side closes or the proxy is cut."""
+        socks = [a, b]
+        try:
+            while not self._cut.is_set():
+                readable, _, _ = select.select(socks, [], [], 0.2)
+                for s in readable:
+                    data = s.recv(65536)
+                    if not data:
+                        return
+                    (b if s is a else a).sendall(data)
+        except OSError:
+            return
+        finally:
+            _close(a)
+            _close(b)
+            with self._lock:
+                if (a, b) in self._pairs:
+                    self._pairs.remove((a, b))
+
+
+def _close(s: socket.socket) -> None:
+    try:
+        s.close()
+    except OSError:
+        pass

@@ -1,0 +1,195 @@
+"""The product over SASL_SSL (SCRAM-SHA-512) with generated certificates (issue #9):
+replication (spark-submit, and the replication DAG), heartbeats, topic-config sync and a
+failover dry run, with credentials from environment variables and from Airflow connections;
+a wrong password is named as an authentication failure without the secret; and no log,
+XCom value or generated file holds a password.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_checks import check_replica, produce_varied, read_topic
+from kafka_dr.core.config_load import load_config
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.lab.drill import Job
+from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV, read_secrets
+from kafka_dr.lab.topology import LAB_PASSWORD_ENV, LAB_USER_ENV
+
+pytestmark = [pytest.mark.lab]
+
+CONN = "kafka_dr_secure"
+
+
+@pytest.fixture(scope="module")
+def secure_lab():
+    """Two SASL_SSL clusters at base port + 1000; their credentials in this process's env."""
+    import atexit
+
+    from kafka_dr.lab.lab import Lab
+
+    test_lab = Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", Path(__file__).resolve().parents[2] / ".lab-test"))
+    base = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092"))
+    lab = Lab(test_lab.with_name(test_lab.name + "-secure"))
+    lab.down(wipe=True)
+    atexit.register(lambda: lab.down(wipe=True))
+    lab.up(count=2, base_port=base + 1000, secure=True)
+    secrets = read_secrets(lab.root)
+    saved = {k: os.environ.get(k) for k in secrets}
+    os.environ.update({k: v for k, v in secrets.items() if k != KEYSTORE_PASSWORD_ENV})
+    try:
+        yield lab, secrets
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        lab.down(wipe=True)
+
+
+def _narrowed(lab, tmp_path: Path, topic: str, name: str = "kafka-dr.yaml", via_airflow: bool = False) -> Path:
+    doc = yaml.safe_load(lab.config_file.read_text())
+    for f in doc["flows"]:
+        f["topics"] = {"allow": [topic]}
+        f["mode"] = "incremental"
+    if via_airflow:  # credentials from an Airflow connection instead of the environment
+        for c in doc["clusters"].values():
+            del c["client"]["sasl.username"], c["client"]["sasl.password"]
+            c["connection"] = CONN
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_plaintext_clients_are_refused(secure_lab):
+    lab, _ = secure_lab
+    doc = yaml.safe_load(lab.config_file.read_text())
+    assert doc["clusters"]["east"]["client"]["security.protocol"] == "SASL_SSL"
+    assert doc["clusters"]["east"]["client"]["sasl.password"] == f"${{env:{LAB_PASSWORD_ENV}}}"
+    from confluent_kafka.admin import AdminClient
+
+    plain = AdminClient({"bootstrap.servers": doc["clusters"]["east"]["bootstrap_servers"], "log_level": 0})
+    with pytest.raises(Exception):
+        plain.list_topics(timeout=5)
+
+
+def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_path, topic_name):
+    from kafka_dr.kafka.failover import run_failover
+    from kafka_dr.kafka.heartbeats import emit, measure
+    from kafka_dr.kafka.topic_sync import sync_flow
+
+    lab, _ = secure_lab
+    path = _narrowed(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=2, config={"retention.ms": "86400000"})
+    sent = produce_varied(east, topic_name, "east", 200, 2)
+    for name in cfg.clusters:
+        emit(cfg, name)
+
+    report = sync_flow(cfg, cfg.flows[0])  # topic-config sync creates the target topic with its config
+    assert report["summary"]["created"] == 1, report
+    job = Job(path, tmp_path / "spark.log", mode="incremental")
+    assert job.proc.wait(600) == 0, (tmp_path / "spark.log").read_text()[-3000:]
+    check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
+
+    latency = measure(cfg, cfg.flows[0])  # east -> west ran; west -> east did not (no heartbeat there yet)
+    assert latency.status != "missing" and latency.age_seconds >= 0 and latency.loops == 0, latency  # ok, or late on a slow machine
+    summary = run_failover(cfg, "east", "west", ".*", dry_run=True, force=True)
+    assert summary["dry_run"] is True, summary
+
+
+def test_wrong_password_says_authentication_failed_and_prints_no_secret(secure_lab, tmp_path, topic_name, monkeypatch):
+    lab, secrets = secure_lab
+    wrong = "Wr0ng-" + secrets[LAB_PASSWORD_ENV][::-1]
+    monkeypatch.setenv(LAB_PASSWORD_ENV, wrong)
+    path = _narrowed(lab, tmp_path, topic_name)
+    with pytest.raises(clients.AuthenticationFailed) as info:
+        clients.cluster_id(load_config(path).cluster("west"), timeout=5)
+    assert "cluster 'west'" in str(info.value) and "authentication failed" in str(info.value)
+
+    # the job (a spark-submit started with the wrong password) stops at once: no restart loop
+    log = tmp_path / "spark.log"
+    job = Job(path, log, mode="incremental", max_restarts=3)
+    assert job.proc.wait(600) != 0
+    text = log.read_text(errors="replace")
+    assert "flow east_to_west: creating _kafka_dr.metrics on target: cluster 'west' (127.0.0.1:" in text, text[-3000:]
+    assert "authentication failed" in text
+    assert "restart 1/3" not in text
+    for secret in (wrong, secrets[LAB_PASSWORD_ENV], secrets[KEYSTORE_PASSWORD_ENV]):
+        assert secret not in text and secret not in str(info.value)
+
+
+def test_dags_with_credentials_from_airflow_connections_leave_no_secret_anywhere(secure_lab, airflow_db, tmp_path, topic_name, monkeypatch):
+    """The replication and heartbeat DAGs run with the SCRAM credentials taken from an Airflow
+    connection (the environment holds none); then every log, XCom value and generated file of
+    the lab, the Airflow home and this test is scanned for the secrets."""
+    from kafka_dr.airflow.env import connection_env
+    from kafka_dr.airflow.heartbeat_dag import build_heartbeat_dag
+    from kafka_dr.airflow.replication_dag import build_replication_dag
+    from test_dag_runs import _task_states
+
+    lab, secrets = secure_lab
+    password = secrets[LAB_PASSWORD_ENV]
+    env_path = _narrowed(lab, tmp_path, topic_name, "env.yaml")
+    path = _narrowed(lab, tmp_path, topic_name, "airflow.yaml", via_airflow=True)
+    cfg = load_config(path)
+    ensure_topic(clients.admin(load_config(env_path).cluster("east")), topic_name, partitions=2)
+    sent = produce_varied(load_config(env_path).cluster("east"), topic_name, "east", 100, 2)
+
+    monkeypatch.delenv(LAB_PASSWORD_ENV)
+    monkeypatch.delenv(LAB_USER_ENV)
+    monkeypatch.setenv(f"AIRFLOW_CONN_{CONN.upper()}", json.dumps({"conn_type": "generic", "login": secrets[LAB_USER_ENV], "password": password}))
+    for k, v in connection_env(cfg).items():
+        monkeypatch.setenv(k, v)
+
+    run = build_replication_dag(cfg, cfg.flows[0], str(path)).test()
+    assert str(run.state) == "success", _task_states(run)
+    dag = build_heartbeat_dag(cfg)
+    for t in dag.tasks:
+        t.retries = 0  # measure_latency may fail: west -> east did not run; emitting must not
+    states = _task_states(dag.test())
+    assert states["emit_east"] == states["emit_west"] == "success", states
+    monkeypatch.setenv(LAB_PASSWORD_ENV, password)
+    monkeypatch.setenv(LAB_USER_ENV, secrets[LAB_USER_ENV])
+    west = load_config(env_path).cluster("west")
+    check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
+
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        xcoms = [json.dumps(x.value, default=str) for x in session.query(XComModel).all()]
+    assert xcoms, "the DAG runs pushed no XCom: the scan would prove nothing"
+    roots = [lab.root, airflow_db, tmp_path]
+    scanned, hits = _scan(roots, [password, secrets[KEYSTORE_PASSWORD_ENV]], skip={lab.root / "secrets.env"})
+    hits += [f"xcom #{i}" for i, x in enumerate(xcoms) if password in x or secrets[KEYSTORE_PASSWORD_ENV] in x]
+    assert scanned > 20, scanned
+    assert hits == [], hits
+    # the scan does find a secret where one is kept on purpose
+    assert _scan([lab.root], [password], skip=set())[1] == [str(lab.root / "secrets.env")]
+
+
+def _scan(roots: list[Path], needles: list[str], skip: set[Path]) -> tuple[int, list[str]]:
+    """(files read, files holding any needle) under ``roots``; Kafka's segment data included."""
+    raw = [n.encode() for n in needles]
+    scanned, hits = 0, []
+    for root in roots:
+        for p in Path(root).rglob("*"):
+            if not p.is_file() or p in skip:
+                continue
+            try:
+                data = p.read_bytes()
+            except OSError:
+                continue
+            scanned += 1
+            if any(n in data for n in raw):
+                hits.append(str(p))
+    return scanned, hits
