@@ -24,7 +24,7 @@ $(VENV)/.jars: $(VENV)/.installed plugins/kafka_dr/lab/pom.xml
 demo: setup
 	$(BIN)/kafka-dr demo
 
-test: setup
+test: setup browser
 	$(BIN)/pytest
 
 # The operator-UI browser test drives Debian's chromium through its chromedriver; nothing
