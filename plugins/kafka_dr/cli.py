@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     fo.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
     fo.add_argument("--force", action="store_true", help="even if the failed cluster still answers")
     fo.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
+    from kafka_dr.bench.cli import add_arguments as bench_arguments
+
+    bench_arguments(sub.add_parser("bench", help="benchmark the replication job against MirrorMaker 2 and the raw-pipe limit on the lab"))
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -133,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
             print(format_summary(summary))
             print(json.dumps(summary, default=str))
             return 0
+        if args.cmd == "bench":
+            from kafka_dr.bench.cli import run as run_bench
+
+            return run_bench(args)
         if args.cmd == "demo":
             from kafka_dr.demo import run_demo
 
