@@ -26,13 +26,18 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench import load
 from kafka_dr.bench.procmem import PeakRss
-from kafka_dr.bench.report import flatten
+from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, flatten
 from kafka_dr.bench.systems import Mm2, Ours, RawPipe, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.topics import ensure_topic
 
 log = logging.getLogger("kafka_dr.bench")
+
+def failed(metrics, error: Exception, **known) -> dict:
+    """A phase that failed: every figure present (``None``), the error's first line kept."""
+    return {**{m: None for m in metrics}, **known, "error": (str(error).strip().splitlines() or [repr(error)])[0][:300]}
+
 
 def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
     makers = {"ours": lambda: Ours(cfg, workdir, config_path), "mm2": lambda: Mm2(cfg, workdir), "rawpipe": lambda: RawPipe(cfg, workdir)}
@@ -123,12 +128,22 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
         say(f"[bench] {topic}: {records:,} records of {size} B produced in {secs:.1f}s")
         ends = load.end_offsets(e_admin, topic, partitions)
         for s in sys_objs:
-            r = backlog_phase(s, topic, partitions, size, ends, timeout)
+            try:
+                r = backlog_phase(s, topic, partitions, size, ends, timeout)
+            except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
+                r = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False)
+                say(f"[bench] {s.name:<8} s{size}: FAILED: {r['error']}")
+                results[s.name][f"s{size}"] = r
+                continue
             results[s.name][f"s{size}"] = r
             say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
                 f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB")
     for s in sys_objs:
-        r = latency_phase(s, f"{run}.lat.{s.name}", partitions, latency_rate, latency_seconds, warmup_seconds, min(timeout, 300))
+        try:
+            r = latency_phase(s, f"{run}.lat.{s.name}", partitions, latency_rate, latency_seconds, warmup_seconds, min(timeout, 300))
+        except Exception as e:  # noqa: BLE001 - as above
+            r = failed(LATENCY_METRICS, e)
+            say(f"[bench] {s.name:<8} latency: FAILED: {r['error']}")
         results[s.name]["latency"] = r
         say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms ({r['samples']:,} samples), peak RSS {r['peak_rss_mb']} MB")
     params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
