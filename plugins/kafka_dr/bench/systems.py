@@ -111,7 +111,10 @@ class Ours(System):
         self._stop_file.unlink(missing_ok=True)
         cmd = [sys.executable, "-c", "import sys; from kafka_dr.spark.job import main; sys.exit(main())",
                "--config", str(path), "--flow", FLOW, "--mode", "continuous" if continuous else "incremental",
-               "--master", self.master, "--trigger-seconds", str(self.trigger_seconds), "--stop-file", str(self._stop_file)]
+               "--master", self.master, "--trigger-seconds", str(self.trigger_seconds), "--stop-file", str(self._stop_file),
+               # on a crowded machine Spark's Python workers can miss their fixed 10 s connect-back
+               # window at query start; the job's own supervisor retries (as the DAG's would)
+               "--max-restarts", "12"]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         self._spawn(cmd, f"job-{topic}.log", env)
 
