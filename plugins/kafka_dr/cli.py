@@ -110,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     dr.add_argument("--soak-batch", type=int, default=200, help="soak load: records every 0.1 s (default 200: ~2000/s)")
     dr.add_argument("--dir", type=Path, default=None, help="drill lab folder (default ./.lab-drill; wiped first)")
     dr.add_argument("--base-port", type=int, default=19892)
+    from kafka_dr.bench.cli import add_arguments as bench_arguments
+
+    bench_arguments(sub.add_parser("bench", help="benchmark the replication job against MirrorMaker 2 and the raw-pipe limit on the lab"))
     demo = sub.add_parser("demo", help="run the demo on the local lab")
     demo.add_argument("--dir", type=Path, default=None, help="lab folder (default: ./.lab)")
     args = parser.parse_args(argv)
@@ -189,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
             results = run_drill(args.dir, args.faults, args.kill_trials, args.soak_seconds, args.base_port, soak_batch=args.soak_batch)
             print(format_table(results))
             return 0 if all(r.lost == 0 and r.duplicated == 0 for r in results) else 1
+        if args.cmd == "bench":
+            from kafka_dr.bench.cli import run as run_bench
+
+            return run_bench(args)
         if args.cmd == "demo":
             from kafka_dr.demo import run_demo
 

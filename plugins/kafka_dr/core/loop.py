@@ -30,7 +30,7 @@ from kafka_dr.core.provenance import (
     ORIGIN_TOPIC,
     COPY_FLAGS,
     Headers,
-    Provenance,
+    provenance_headers,
     with_copy_flags,
 )
 
@@ -73,7 +73,7 @@ class Router:
                     elif k == ORIGIN_TOPIC and origin_topic is None:
                         origin_topic = v
                 if origin is None:
-                    return [*(headers or ()), *Provenance(source, topic, partition, offset, now_ms).to_headers()]
+                    return [*(headers or ()), *provenance_headers(source, topic, partition, offset, now_ms)]
                 if local_only:
                     return None
                 # Replicator's default: never write a record back to the topic it started in.
@@ -88,7 +88,7 @@ class Router:
             def prefix(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
                 if headers and any(k == ORIGIN for k, _ in headers):
                     return list(headers)
-                return [*(headers or ()), *Provenance(source, topic, partition, offset, now_ms).to_headers()]
+                return [*(headers or ()), *provenance_headers(source, topic, partition, offset, now_ms)]
 
             return prefix
 
@@ -109,7 +109,7 @@ class Router:
                 return None
             out = list(headers or ())
             if not has_origin:
-                out += Provenance(source, topic, partition, offset, now_ms).to_headers()
+                out += provenance_headers(source, topic, partition, offset, now_ms)
             return with_copy_flags(out, flags | bit)
 
         return copy_flags

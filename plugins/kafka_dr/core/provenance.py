@@ -22,6 +22,8 @@ provenance headers are appended after them.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -48,13 +50,7 @@ class Provenance:
     first_replicated_ms: int
 
     def to_headers(self) -> list[tuple[str, bytes]]:
-        return [
-            (ORIGIN, self.cluster.encode()),
-            (ORIGIN_TOPIC, self.topic.encode()),
-            (ORIGIN_PARTITION, str(self.partition).encode()),
-            (ORIGIN_OFFSET, str(self.offset).encode()),
-            (ORIGIN_TS, str(self.first_replicated_ms).encode()),
-        ]
+        return provenance_headers(self.cluster, self.topic, self.partition, self.offset, self.first_replicated_ms)
 
     @classmethod
     def from_headers(cls, headers: Headers | None) -> "Provenance | None":
@@ -120,3 +116,15 @@ def with_copy_flags(headers: Headers, flags: int) -> list[tuple[str, bytes | Non
 def strip_product_headers(headers: Headers) -> list[tuple[str, bytes | None]]:
     """The record's own headers: everything this product added removed, order kept."""
     return [(k, v) for k, v in headers if k not in PRODUCT_KEYS]
+
+
+@functools.lru_cache(maxsize=4096)
+def _fixed_headers(cluster: str, topic: str, partition: int) -> tuple[tuple[str, bytes], ...]:
+    return ((ORIGIN, cluster.encode()), (ORIGIN_TOPIC, topic.encode()), (ORIGIN_PARTITION, str(partition).encode()))
+
+
+def provenance_headers(cluster: str, topic: str, partition: int, offset: int, first_replicated_ms: int) -> list[tuple[str, bytes]]:
+    """``Provenance(...).to_headers()`` without building the value object: the copier adds
+    these to every record, and the per-record Python work is where its time goes (profiled:
+    a quarter of a range copy was spent building them)."""
+    return [*_fixed_headers(cluster, topic, partition), (ORIGIN_OFFSET, b"%d" % offset), (ORIGIN_TS, b"%d" % first_replicated_ms)]

@@ -299,7 +299,7 @@ class RangeCopier:
 
     def _fill_chunk(self, spec: RangeSpec, producer: Producer, source: Consumer, chunk: _Chunk, dead: dict[int, str], latencies: list[int]):
         """Read and produce one chunk's records; returns (next offset, range done, counts)."""
-        transform = self.transform
+        transform, produce = self.transform, producer.produce
         target_topic, partition, end = spec.target_topic, spec.partition, spec.end
         counts = {"read": 0, "written": 0, "filtered": 0, "bytes": 0, "dead_lettered": 0}
         keep_pairs, keep_ts = self.seed_map_topic is not None, self.keep_timestamp
@@ -368,7 +368,11 @@ class RangeCopier:
                 if in_chunk % 16 == 1:
                     latencies.append(now_ms - ts)
                 chunk.source_offsets.append(off)
-                reason = self._produce(producer, target_topic, partition, key, value, out, ts, on_delivery)
+                try:  # the common case inline (per-record calls are what a copy spends its time on)
+                    produce(target_topic, value=value, key=key, headers=out, partition=partition, timestamp=ts, on_delivery=on_delivery)
+                    reason = None
+                except (BufferError, KafkaException):  # queue full, or refused on the spot: the slow path
+                    reason = self._produce(producer, target_topic, partition, key, value, out, ts, on_delivery)
                 if reason is not None:
                     chunk.source_offsets.pop()
                     if not self.flow.dead_letter_topic:

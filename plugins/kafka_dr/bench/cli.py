@@ -1,0 +1,54 @@
+"""``kafka-dr bench [--quick] [--sizes 100,1024] [--records N]``: start (or reuse) the lab, run
+the scenario, print the table and, last, one JSON line with every figure."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+SYSTEMS = ("ours", "mm2", "rawpipe")
+#: --quick only proves the benchmark works (CI); the full run is what the docs report
+QUICK = {"records": 20_000, "latency_rate": 1000, "latency_seconds": 5.0, "warmup_seconds": 2.0}
+FULL = {"records": 1_000_000, "latency_rate": 5000, "latency_seconds": 30.0, "warmup_seconds": 5.0}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true", help=f"small run that only proves the benchmark works ({QUICK['records']:,} records)")
+    p.add_argument("--records", type=int, default=None, help=f"backlog records per size (default {FULL['records']:,})")
+    p.add_argument("--sizes", default="100,1024", help="value sizes in bytes, comma-separated (default 100,1024)")
+    p.add_argument("--partitions", type=int, default=8)
+    p.add_argument("--latency-rate", type=int, default=None, help=f"steady records/s for the latency phase (default {FULL['latency_rate']:,})")
+    p.add_argument("--latency-seconds", type=float, default=None)
+    p.add_argument("--systems", default=",".join(SYSTEMS), help="which systems, comma-separated (default all: ours,mm2,rawpipe)")
+    p.add_argument("--dir", type=Path, default=None, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab); started if not running")
+    p.add_argument("--base-port", type=int, default=19092, help="first broker port if the lab has to be started")
+
+
+def run(a: argparse.Namespace) -> int:
+    from kafka_dr.bench.report import json_line, table
+    from kafka_dr.bench.run import run_bench
+    from kafka_dr.lab.lab import Lab
+
+    import signal
+
+    # SIGTERM unwinds like Ctrl-C, so the systems under test (own sessions) are stopped too
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    preset = QUICK if a.quick else FULL
+    lab = Lab(a.dir)
+    config = lab.up(count=2, base_port=a.base_port)
+    flat = run_bench(config, lab.root / "bench", records=a.records or preset["records"],
+                     sizes=[int(s) for s in a.sizes.split(",") if s.strip()], partitions=a.partitions,
+                     latency_rate=a.latency_rate or preset["latency_rate"], latency_seconds=a.latency_seconds or preset["latency_seconds"],
+                     warmup_seconds=preset["warmup_seconds"], systems=tuple(s.strip() for s in a.systems.split(",") if s.strip()))
+    print(table(flat))
+    print(json_line(flat), flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="kafka-dr bench", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))

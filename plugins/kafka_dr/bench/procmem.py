@@ -1,0 +1,82 @@
+"""Peak resident memory of a process and all its descendants, sampled from ``/proc``.
+
+The figure a benchmark wants is what the machine gives a system: for MirrorMaker 2 the JVM,
+for our job the Python driver, the Spark JVM and its Python workers, for the raw pipe one
+Python process. Children are found by walking ``/proc/<pid>/stat`` parent ids at every sample,
+so workers started later are counted.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+PROC = Path("/proc")
+
+
+def _parents() -> dict[int, int]:
+    out = {}
+    for d in os.listdir(PROC):
+        if not d.isdigit():
+            continue
+        try:
+            stat = (PROC / d / "stat").read_text()
+        except OSError:
+            continue
+        # the command name sits in parentheses and may itself contain spaces or parentheses
+        rest = stat[stat.rindex(")") + 2:].split()
+        out[int(d)] = int(rest[1])
+    return out
+
+
+def tree(pid: int) -> list[int]:
+    """``pid`` and every descendant alive now."""
+    parents = _parents()
+    children: dict[int, list[int]] = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p in parents or p == pid:
+            out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        for line in (PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss_bytes(pid: int) -> int:
+    return sum(rss_bytes(p) for p in tree(pid))
+
+
+class PeakRss:
+    """Samples the tree of ``pid`` every ``interval`` seconds until :meth:`stop`; ``peak`` in bytes."""
+
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
+        self.pid, self.interval, self.peak = pid, interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"rss-{pid}", daemon=True)
+
+    def start(self) -> "PeakRss":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, tree_rss_bytes(self.pid))
+            self._stop.wait(self.interval)
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(5)
+        return self.peak

@@ -1,0 +1,80 @@
+"""The raw-pipe limit: the simplest consume-and-produce loop with librdkafka, no transformation.
+
+One Python process, one consumer, one producer, no transactions, no headers added, no loop
+policy: records go from ``topic[p]`` to ``target_topic[p]`` with key, value, headers and
+timestamp as they are. Its throughput is the ceiling this machine's brokers (and librdkafka
+from Python) allow; the producer batches like ours (linger 10 ms, 1 MB batches, lz4,
+acks=all, idempotent) so the comparison is about the work, not the settings.
+
+    python -m kafka_dr.bench.rawpipe --source HOST:PORT --target HOST:PORT --topic T --target-topic raw.T --partitions 8 [--until-end]
+
+``--until-end`` stops after the end offsets seen at start; otherwise it runs until SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+PRODUCER = {"enable.idempotence": True, "acks": "all", "linger.ms": 10, "batch.size": 1_000_000, "compression.type": "lz4",
+            "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 512 * 1024}
+CONSUMER = {"group.id": "kafka-dr-bench-rawpipe", "enable.auto.commit": False, "isolation.level": "read_committed",
+            "enable.partition.eof": True, "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
+            "queued.max.messages.kbytes": 256 * 1024}
+
+
+def pipe(source: str, target: str, topic: str, target_topic: str, partitions: int, until_end: bool) -> int:
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    c = Consumer({"bootstrap.servers": source, **CONSUMER})
+    p = Producer({"bootstrap.servers": target, **PRODUCER})
+    ends = {}
+    if until_end:
+        ends = {q: c.get_watermark_offsets(TopicPartition(topic, q), timeout=30, cached=False)[1] for q in range(partitions)}
+    c.assign([TopicPartition(topic, q, -2) for q in range(partitions)])
+    done: set[int] = {q for q, e in ends.items() if e == 0}
+    n = 0
+    produce = p.produce
+    while not stop and not (until_end and len(done) == partitions):
+        for m in c.consume(num_messages=10_000, timeout=0.02):
+            err = m.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    if until_end and m.offset() >= ends[m.partition()]:
+                        done.add(m.partition())
+                    continue
+                raise RuntimeError(f"{topic}[{m.partition()}]: {err.str()}")
+            while True:
+                try:
+                    produce(target_topic, m.value(), m.key(), m.partition(), timestamp=m.timestamp()[1], headers=m.headers())
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            n += 1
+        p.poll(0)
+    left = p.flush(120)
+    c.close()
+    if left:
+        print(f"rawpipe: {left} record(s) not acknowledged by {target}/{target_topic}", file=sys.stderr)
+        return 1
+    print(f"rawpipe: {n} records {topic} -> {target_topic}", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="rawpipe", description=__doc__.splitlines()[0])
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--target", required=True)
+    ap.add_argument("--topic", required=True)
+    ap.add_argument("--target-topic", required=True)
+    ap.add_argument("--partitions", type=int, required=True)
+    ap.add_argument("--until-end", action="store_true")
+    a = ap.parse_args(argv)
+    return pipe(a.source, a.target, a.topic, a.target_topic, a.partitions, a.until_end)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

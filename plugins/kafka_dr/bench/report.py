@@ -1,0 +1,92 @@
+"""The benchmark's output: one table for people, then one JSON line with every figure (pure).
+
+Figures are nested as ``results[system][phase][metric]`` (phase ``s<size>`` for a backlog of
+``size``-byte values, ``latency`` for the steady-load phase) and flattened into the JSON line
+as ``<system>_<phase>_<metric>``, plus ``ratio_ours_<other>_<phase>_<metric>`` for
+throughput and latency, and the run's parameters.
+"""
+
+from __future__ import annotations
+
+import json
+
+SYSTEMS = ("ours", "mm2", "rawpipe")
+BACKLOG_METRICS = ("records_per_s", "mb_per_s", "copy_seconds", "startup_seconds", "records", "copied", "complete", "peak_rss_mb")
+LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb")
+
+
+def ratio(a, b) -> float | None:
+    if a is None or b in (None, 0):
+        return None
+    return round(a / b, 3)
+
+
+def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[str, dict]]) -> dict:
+    out = {"bench": "kafka-dr", **params}
+    for system, phases in results.items():
+        out[f"{system}_guarantee"] = guarantees.get(system, "")
+        for phase, figures in phases.items():
+            for metric, v in figures.items():
+                out[f"{system}_{phase}_{metric}"] = v
+    for other in ("mm2", "rawpipe"):
+        if "ours" not in results or other not in results:
+            continue
+        for phase in results["ours"]:
+            metrics = ("p50_ms", "p99_ms") if phase == "latency" else ("records_per_s", "mb_per_s")
+            for m in metrics:
+                out[f"ratio_ours_{other}_{phase}_{m}"] = ratio(results["ours"][phase].get(m), results[other].get(phase, {}).get(m))
+    return out
+
+
+def expected_keys(systems, sizes) -> set[str]:
+    """Every key the JSON line must carry for these systems and sizes."""
+    phases = [f"s{s}" for s in sizes]
+    keys = {"bench", "records", "partitions", "sizes", "latency_rate", "latency_seconds"}
+    for sy in systems:
+        keys.add(f"{sy}_guarantee")
+        keys |= {f"{sy}_{ph}_{m}" for ph in phases for m in BACKLOG_METRICS}
+        keys |= {f"{sy}_latency_{m}" for m in LATENCY_METRICS}
+    for other in [s for s in systems if s != "ours"] if "ours" in systems else []:
+        keys |= {f"ratio_ours_{other}_{ph}_{m}" for ph in phases for m in ("records_per_s", "mb_per_s")}
+        keys |= {f"ratio_ours_{other}_latency_{m}" for m in ("p50_ms", "p99_ms")}
+    return keys
+
+
+def _f(v, nd=0) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:,.{nd}f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def table(flat: dict) -> str:
+    systems = [s for s in SYSTEMS if f"{s}_guarantee" in flat]
+    sizes = flat["sizes"]
+    lines = [f"kafka-dr bench: {flat['records']:,} records per size, {flat['partitions']} partitions, 3 headers; "
+             f"latency at {flat['latency_rate']:,} records/s for {flat['latency_seconds']} s", ""]
+    head = f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}{'copied':>10}{'all':>5}{'RSS MB':>8}"
+    lines += ["Throughput (backlog)", head, "-" * len(head)]
+    for size in sizes:
+        for s in systems:
+            k = f"{s}_s{size}_"
+            lines.append(f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}{_f(flat.get(k + 'mb_per_s'), 1):>8}"
+                         f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>10}"
+                         f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}")
+    head = f"{'system':<9}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}"
+    lines += ["", "End-to-end latency (steady load below saturation, 100 B)", head, "-" * len(head)]
+    for s in systems:
+        k = f"{s}_latency_"
+        lines.append(f"{s:<9}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}{_f(flat.get(k + 'samples')):>10}"
+                     f"{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}")
+    ratios = [(k[len("ratio_"):], v) for k, v in flat.items() if k.startswith("ratio_")]
+    if ratios:
+        lines += ["", "Ratios (ours / other; throughput: higher is better, latency: lower is better)"]
+        lines += [f"  {k:<40}{_f(v, 3)}" for k, v in ratios]
+    return "\n".join(lines)
+
+
+def json_line(flat: dict) -> str:
+    return json.dumps(flat, separators=(",", ":"), sort_keys=False)

@@ -1,0 +1,186 @@
+"""The three systems under test behind one small interface.
+
+Each replicates one source topic of the lab's ``east`` into a target topic of its own on
+``west`` (so runs never interfere): ours into the same name (provenance policy, as the lab's
+flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy), the raw pipe into
+``raw.<topic>``. ``start(topic, continuous)`` launches the system as its own process (tree),
+``done(...)`` says whether a backlog is completely copied, ``stop()`` ends it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from kafka_dr.bench.mm2 import MirrorMaker2, Mm2Settings
+from kafka_dr.core.config import DrConfig
+from kafka_dr.core.config_load import load_config
+from kafka_dr.core.progress import progress_group
+from kafka_dr.kafka.clients import client_config
+from kafka_dr.kafka.topics import ensure_topic
+
+FLOW = "east_to_west"
+
+
+class System:
+    name = ""
+    guarantee = ""
+
+    def __init__(self, cfg: DrConfig, workdir: Path) -> None:
+        self.cfg = cfg
+        self.source, self.target = cfg.cluster("east"), cfg.cluster("west")
+        self.workdir = workdir / self.name
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.proc: subprocess.Popen | None = None
+        self._t_admin = AdminClient(client_config(self.target))  # created before any target topic: only for creating
+
+    def target_topic(self, topic: str) -> str:
+        raise NotImplementedError
+
+    def start(self, topic: str, partitions: int, continuous: bool) -> None:
+        raise NotImplementedError
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def done(self, topic: str, partitions: int, source_ends: list[int], target_total: int) -> bool:
+        """The whole backlog is on the target (non-transactional systems: by end offsets)."""
+        return target_total >= sum(source_ends)
+
+    def stop(self, grace: float = 60.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.proc = None
+
+    def _spawn(self, cmd: list[str], log_name: str, env: dict | None = None) -> None:
+        with open(self.workdir / log_name, "ab") as out:
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def log_tail(self, n: int = 30) -> str:
+        logs = sorted(self.workdir.glob("*.log"), key=lambda f: f.stat().st_mtime)
+        return "\n".join(logs[-1].read_text(errors="replace").splitlines()[-n:]) if logs else ""
+
+
+class Ours(System):
+    """This project's job, through the same entry point the DAGs spark-submit
+    (``kafka_dr.spark.job.main``, which ``spark_jobs/replicate.py`` calls), local Spark."""
+
+    name = "ours"
+    guarantee = "exactly-once (transactions, read_committed)"
+
+    def __init__(self, cfg: DrConfig, workdir: Path, config_path: Path, master: str = "local[2]", trigger_seconds: float = 1.0) -> None:
+        super().__init__(cfg, workdir)
+        self.config_path, self.master, self.trigger_seconds = config_path, master, trigger_seconds
+        self._progress: Consumer | None = None
+        self._stop_file = self.workdir / "stop"
+
+    def target_topic(self, topic: str) -> str:
+        return topic
+
+    def _write_config(self, topic: str) -> Path:
+        doc = yaml.safe_load(Path(self.config_path).read_text())
+        flow = next(f for f in doc["flows"] if f["source"] == "east" and f["target"] == "west")
+        flow["topics"] = {"allow": [re.escape(topic)]}
+        doc["flows"] = [flow]
+        doc.pop("schema_mirror", None)
+        path = self.workdir / f"kafka-dr-{topic}.yaml"
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return path
+
+    def start(self, topic: str, partitions: int, continuous: bool) -> None:
+        path = self._write_config(topic)
+        self._flow_cfg = load_config(path)
+        self._stop_file.unlink(missing_ok=True)
+        cmd = [sys.executable, "-c", "import sys; from kafka_dr.spark.job import main; sys.exit(main())",
+               "--config", str(path), "--flow", FLOW, "--mode", "continuous" if continuous else "incremental",
+               "--master", self.master, "--trigger-seconds", str(self.trigger_seconds), "--stop-file", str(self._stop_file),
+               # on a crowded machine Spark's Python workers can miss their fixed 10 s connect-back
+               # window at query start; the job's own supervisor retries (as the DAG's would)
+               "--max-restarts", "12"]
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        self._spawn(cmd, f"job-{topic}.log", env)
+
+    def done(self, topic: str, partitions: int, source_ends: list[int], target_total: int) -> bool:
+        """Copy complete = the flow's committed progress reached every partition's end
+        (target end offsets cannot tell: transaction markers take offsets too)."""
+        if self._progress is None:
+            self._progress = Consumer(client_config(self.target, **{
+                "group.id": progress_group(self._flow_cfg.internal_prefix, FLOW), "enable.auto.commit": False}))
+        try:
+            got = self._progress.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=5)
+        except Exception:  # noqa: BLE001 - the target topic or the group may not exist yet
+            return False
+        return all(tp.error is None and tp.offset >= source_ends[tp.partition] for tp in got)
+
+    def stop(self, grace: float = 60.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self._stop_file.touch()  # graceful: finish the batch in flight, then stop
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        super().stop(grace)
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None
+
+
+class Mm2(System):
+    name = "mm2"
+    guarantee = "at-least-once (MirrorMaker 2 default)"
+
+    def __init__(self, cfg: DrConfig, workdir: Path, settings: Mm2Settings | None = None) -> None:
+        super().__init__(cfg, workdir)
+        self.settings = settings or Mm2Settings()
+        self.mm: MirrorMaker2 | None = None
+
+    def target_topic(self, topic: str) -> str:
+        return f"{self.source.name}.{topic}"
+
+    def start(self, topic: str, partitions: int, continuous: bool) -> None:
+        self.settings.tasks = partitions
+        self.settings.run_id = f"kafka-dr-bench-mm2.{topic}"
+        self.mm = MirrorMaker2(self.workdir / topic, self.source, self.target, re.escape(topic), self.settings).start()
+        self.proc = self.mm.proc
+
+    def log_tail(self, n: int = 30) -> str:
+        return self.mm.log_tail(n) if self.mm else ""
+
+
+class RawPipe(System):
+    name = "rawpipe"
+    guarantee = "none (at-least-once at best)"
+
+    def target_topic(self, topic: str) -> str:
+        return f"raw.{topic}"
+
+    def start(self, topic: str, partitions: int, continuous: bool) -> None:
+        ensure_topic(self._t_admin, self.target_topic(topic), partitions)
+        cmd = [sys.executable, "-m", "kafka_dr.bench.rawpipe", "--source", self.source.bootstrap_servers,
+               "--target", self.target.bootstrap_servers, "--topic", topic, "--target-topic", self.target_topic(topic),
+               "--partitions", str(partitions), *([] if continuous else ["--until-end"])]
+        self._spawn(cmd, f"rawpipe-{topic}.log")
+
+
+def wait_exit(system: System, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while system.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)

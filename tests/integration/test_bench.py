@@ -1,0 +1,35 @@
+"""``kafka-dr bench --quick`` on the real lab: the benchmark runs end to end (issue #8).
+
+Only the shape is checked (the table, then one JSON line with every figure, every copy
+complete); never a timing: figures on a shared CI machine mean nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kafka_dr.bench.report import expected_keys
+
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
+
+
+def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab):
+    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--quick", "--dir", str(lab.root)],
+                          capture_output=True, text=True, timeout=1800)  # start-ups dominate: ~3 min quiet, >10 min at load 25
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    lines = proc.stdout.strip().splitlines()
+    figures = json.loads(lines[-1])
+    missing = expected_keys(["ours", "mm2", "rawpipe"], [100, 1024]) - set(figures)
+    assert not missing, sorted(missing)
+    text = "\n".join(lines[:-1])
+    assert "Throughput (backlog)" in text and "End-to-end latency" in text and "ours/mm2" not in text
+    for system in ("ours", "mm2", "rawpipe"):
+        for size in (100, 1024):
+            assert figures[f"{system}_s{size}_complete"] is True, (system, size, figures[f"{system}_s{size}_copied"])
+            assert figures[f"{system}_s{size}_records_per_s"] > 0 and figures[f"{system}_s{size}_peak_rss_mb"] > 0
+        assert figures[f"{system}_latency_samples"] > 0 and figures[f"{system}_latency_p99_ms"] >= figures[f"{system}_latency_p50_ms"]
+    assert figures["ours_guarantee"].startswith("exactly-once")

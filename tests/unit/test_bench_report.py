@@ -1,0 +1,50 @@
+"""The benchmark's report (kafka_dr.bench.report) with literal figures."""
+
+from kafka_dr.bench.mm2 import Mm2Checkpoint, decode_checkpoint
+from kafka_dr.bench.report import expected_keys, flatten, json_line, ratio, table
+
+PARAMS = {"run": "bench.x", "records": 1000, "partitions": 8, "sizes": [100], "latency_rate": 500, "latency_seconds": 5.0}
+
+
+def backlog(rps, mbps):
+    return {"records_per_s": rps, "mb_per_s": mbps, "copy_seconds": 1.0, "startup_seconds": 2.0, "records": 1000, "copied": 1000,
+            "complete": True, "peak_rss_mb": 100}
+
+
+def latency(p50, p99):
+    return {"p50_ms": p50, "p99_ms": p99, "samples": 10, "sent": 12, "peak_rss_mb": 50}
+
+
+RESULTS = {"ours": {"s100": backlog(800, 0.08), "latency": latency(900.0, 1500.0)},
+           "mm2": {"s100": backlog(1000, 0.1), "latency": latency(30.0, 100.0)},
+           "rawpipe": {"s100": backlog(1600, 0.16), "latency": latency(10.0, 20.0)}}
+GUARANTEES = {"ours": "exactly-once", "mm2": "at-least-once", "rawpipe": "none"}
+
+
+def test_flatten_has_every_figure_and_the_ratios():
+    flat = flatten(PARAMS, GUARANTEES, RESULTS)
+    assert expected_keys(["ours", "mm2", "rawpipe"], [100]) <= set(flat)
+    assert flat["ours_s100_records_per_s"] == 800 and flat["mm2_latency_p99_ms"] == 100.0
+    assert flat["ratio_ours_mm2_s100_records_per_s"] == 0.8
+    assert flat["ratio_ours_rawpipe_s100_records_per_s"] == 0.5
+    assert flat["ratio_ours_mm2_latency_p99_ms"] == 15.0
+
+
+def test_ratio_is_none_without_a_figure():
+    assert ratio(None, 3) is None and ratio(3, 0) is None and ratio(1, 3) == 0.333
+
+
+def test_table_names_every_system_and_the_json_line_is_one_line():
+    flat = flatten(PARAMS, GUARANTEES, RESULTS)
+    text = table(flat)
+    assert "Throughput (backlog)" in text and "End-to-end latency" in text
+    for s in ("ours", "mm2", "rawpipe", "exactly-once", "at-least-once"):
+        assert s in text
+    assert "\n" not in json_line(flat)
+
+
+def test_mm2_checkpoint_wire_format():
+    # key: group "g1", topic "east.t", partition 3; value: version 0, upstream 137, downstream 101, metadata ""
+    key = b"\x00\x02g1" + b"\x00\x06east.t" + b"\x00\x00\x00\x03"
+    value = b"\x00\x00" + (137).to_bytes(8, "big") + (101).to_bytes(8, "big") + b"\x00\x00"
+    assert decode_checkpoint(key, value) == Mm2Checkpoint("g1", "east.t", 3, 137, 101, "")
