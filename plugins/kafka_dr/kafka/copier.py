@@ -90,6 +90,27 @@ TARGET_UNAVAILABLE = {KafkaError._MSG_TIMED_OUT, KafkaError._TRANSPORT, KafkaErr
                       KafkaError.LEADER_NOT_AVAILABLE, KafkaError._ALL_BROKERS_DOWN}
 
 
+#: errors that mean "this producer instance is done" (fenced by a newer one with the same
+#: transactional id, or fatal), not that the target refused the record: its queued records come
+#: back purged. Happens when Spark runs a partition's task in another Python worker, whose
+#: cached copier then fences this one.
+PRODUCER_LOST = {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT, KafkaError._FENCED, KafkaError._FATAL,
+                 KafkaError.INVALID_PRODUCER_EPOCH, KafkaError.PRODUCER_FENCED}
+
+
+class ProducerLost(RuntimeError):
+    """This copier's producer was fenced or failed fatally; a fresh one can redo the range."""
+
+
+def _producer_lost(e: BaseException) -> bool:
+    if isinstance(e, ProducerLost):
+        return True
+    if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
+        err = e.args[0]
+        return err.code() in PRODUCER_LOST or err.fatal()
+    return False
+
+
 @dataclass
 class _Chunk:
     first_offset: int
@@ -214,13 +235,21 @@ class RangeCopier:
 
     def copy(self, spec: RangeSpec) -> RangeResult:
         t0 = time.monotonic()
-        try:
-            return self._copy(spec, t0)
-        except Exception:
-            # Fenced, fatal or mid-transaction: a fresh producer (init_transactions) is the
-            # one state known to be clean.
-            self._drop_producer(spec.topic, spec.partition)
-            raise
+        for attempt in (1, 2):
+            try:
+                return self._copy(spec, t0)
+            except Exception as e:
+                # Fenced, fatal or mid-transaction: a fresh producer (init_transactions) is the
+                # one state known to be clean.
+                self._drop_producer(spec.topic, spec.partition)
+                if attempt == 1 and _producer_lost(e):
+                    # another worker's copier took over this partition's transactional id; a
+                    # fresh producer fences it back and the range resumes from committed progress
+                    log.warning("flow %s: %s[%d]: producer fenced or failed (%s); redoing the range with a fresh one",
+                                self.flow.name, spec.topic, spec.partition, e)
+                    continue
+                raise
+        raise AssertionError("unreachable")
 
     def _copy(self, spec: RangeSpec, t0: float) -> RangeResult:
         producer = self._producer(spec.topic, spec.partition)  # fences zombies first
@@ -402,6 +431,8 @@ class RangeCopier:
             except BufferError:
                 producer.poll(0.05)
             except KafkaException as e:
+                if _producer_lost(e):
+                    raise ProducerLost(f"flow {self.flow.name}: producer for {topic}[{partition}] fenced or failed: {e.args[0].str()}") from None
                 return e.args[0].str()
 
     def _dead_letter(self, producer: Producer, spec: RangeSpec, off: int, key, value, headers, ts: int, reason: str) -> None:
@@ -423,6 +454,9 @@ class RangeCopier:
         left = producer.flush(120)
         if chunk.error is not None:
             self._abort(producer)
+            if chunk.error.code() in PRODUCER_LOST:
+                raise ProducerLost(f"flow {self.flow.name}: the producer for {spec.topic}[{spec.partition}] was fenced or failed "
+                                   f"({chunk.error.str()}); offsets {chunk.first_offset}..{next_offset - 1} rolled back")
             if chunk.error.code() in TARGET_UNAVAILABLE and not self._target_missing(producer, spec.target_topic):
                 # the target was down or cut off longer than delivery.timeout.ms: not the record's
                 # fault, so no refusal and no dead letter; the job restarts the query with backoff
