@@ -207,26 +207,12 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
 def test_failover_drill_on_a_compacted_topic(lab, lab_config, spark, tmp_path, topic_name):
     """East's topic is compacted (offsets with gaps) and the group's position sits in a gap:
     after the failover the group on west reads exactly the surviving records it had not read."""
-    from test_offset_translation import commit, produce
+    from test_offset_translation import commit, compacted_on_east
 
     from kafka_dr.kafka.failover import run_failover
-    from kafka_dr.kafka.writing import produce_all
-    from kafka_checks import read_topic
 
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
-    ensure_topic(clients.admin(east), topic_name, partitions=1, config={
-        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000"})
-    # west's copy is compacted, but not within the test, so the expected answer cannot move
-    ensure_topic(clients.admin(west), topic_name, partitions=1, config={"cleanup.policy": "compact"})
-    produce(east, topic_name, "e", 200, 1, compactable=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # wait for the cleaner to compact the rolled segments
-        produce_all(clients.producer(east), topic_name, [(b"roll", b"r", [], None, 0)])
-        source = read_topic(east, topic_name)
-        if len(source) < 100:
-            break
-        time.sleep(2)
-    offsets = [r.offset for r in source]
+    offsets = compacted_on_east(east, west, topic_name)
     gaps = [x for x in range(offsets[0], offsets[-1]) if x not in set(offsets)]
     assert gaps, "no gaps: compaction did not run"
     x = gaps[len(gaps) // 2]  # the group read everything below a removed record

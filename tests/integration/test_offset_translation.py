@@ -150,23 +150,29 @@ def test_translation_with_interleaved_local_records_and_replica_behind(lab, lab_
     assert [(t.partition, t.target_offset, t.status) for t in again] == [(0, got[0].target_offset, EXACT), (1, got[1].target_offset, EXACT)]
 
 
-def test_translation_on_a_compacted_topic(lab, lab_config, spark, tmp_path, topic_name):
-    east, west = lab_config.cluster("east"), lab_config.cluster("west")
-    ensure_topic(clients.admin(east), topic_name, partitions=1, config={
+def compacted_on_east(east, west, topic: str) -> list[int]:
+    """A one-partition topic on east that the log cleaner has compacted (offsets with gaps all
+    along); west's copy is compacted too, but not within a test (default segment.ms), so
+    expected answers come from a view that cannot change under them. Returns east's offsets."""
+    ensure_topic(clients.admin(east), topic, partitions=1, config={
         "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000"})
-    # west's copy is compacted too, but not within the test (default segment.ms): the expected
-    # answers are computed from a view that cannot change under the translation
-    ensure_topic(clients.admin(west), topic_name, partitions=1, config={"cleanup.policy": "compact"})
-    produce(east, topic_name, "e", 200, 1, compactable=True)
+    ensure_topic(clients.admin(west), topic, partitions=1, config={"cleanup.policy": "compact"})
+    produce(east, topic, "e", 200, 1, compactable=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # wait for the cleaner to compact the rolled segments
-        produce_all(clients.producer(east), topic_name, [(b"roll", b"r", [], None, 0)])
-        source = read_topic(east, topic_name)
+        produce_all(clients.producer(east), topic, [(b"roll", b"r", [], None, 0)])
+        source = read_topic(east, topic)
         if len(source) < 100:
             break
         time.sleep(2)
     offsets = [r.offset for r in source]
     assert offsets != list(range(offsets[0], offsets[0] + len(offsets))), "no gaps: compaction did not run"
+    return offsets
+
+
+def test_translation_on_a_compacted_topic(lab, lab_config, spark, tmp_path, topic_name):
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    offsets = compacted_on_east(east, west, topic_name)
     config = flow_config(lab, tmp_path, [topic_name])
     cfg = load_config(config)
     flow = next(f for f in cfg.flows if f.name == "east_to_west")

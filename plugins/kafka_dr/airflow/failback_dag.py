@@ -96,25 +96,16 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
         def summarize(checked: dict, copied: dict, gated: dict, moved: list, restarted: dict, **context) -> dict:
-            import logging
-
             from kafka_dr.kafka.failback import format_summary
 
             a = _args(context)
             dry = bool(context["params"]["dry_run"])
             summary = {**a, "dry_run": dry, "check": checked, "copy": copied, "gate": gated, "consumer_groups": moved,
                        "restart": restarted}
-            text = format_summary(summary)
-            summary["summary_text"] = text  # shown as is in the UI (XCom tab, DR status page)
-            logging.getLogger("kafka_dr.failback").info("%s", text)
-            if cfg.alerts.webhook or cfg.alerts.email:
-                from kafka_dr.airflow.notifier import send_email, send_webhook
+            from kafka_dr.airflow.notifier import announce
 
-                subject = f"[kafka-dr] failback {a['survivor']} -> {a['recovered']} ({a['mode']}){' (dry run)' if dry else ''}"
-                if cfg.alerts.webhook:
-                    send_webhook(cfg.alerts.webhook.url, {"source": "kafka-dr", "event": "failback", "summary": summary})
-                if cfg.alerts.email:
-                    send_email(cfg.alerts, subject, text)
+            subject = f"[kafka-dr] failback {a['survivor']} -> {a['recovered']} ({a['mode']}){' (dry run)' if dry else ''}"
+            summary = announce(cfg.alerts, "failback", subject, format_summary(summary), summary)
             return summary
 
         c, cp, gt, g, r = check(), copy(), gate_task(), groups(), restart()

@@ -84,25 +84,16 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
         def summarize(confirmed: dict, stopped: dict, moved: list, rpo_result: dict, recorded: dict, **context) -> dict:
-            import logging
-
             from kafka_dr.kafka.failover import format_summary
 
             failed, survivor, dry = _args(context)
             summary = {"failed": failed, "survivor": survivor, "dry_run": dry, "confirm_down": confirmed, "stop_flows": stopped,
                        "consumer_groups": moved, "rpo": rpo_result, "record_active": recorded,
                        "missing_records_at_least": sum(f["missing_records_at_least"] for f in rpo_result["flows"].values())}
-            text = format_summary(summary)
-            summary["summary_text"] = text  # shown as is in the UI (XCom tab, DR status page)
-            logging.getLogger("kafka_dr.failover").info("%s", text)
-            if cfg.alerts.webhook or cfg.alerts.email:
-                from kafka_dr.airflow.notifier import send_email, send_webhook
+            from kafka_dr.airflow.notifier import announce
 
-                subject = f"[kafka-dr] failover {failed} -> {survivor}{' (dry run)' if dry else ''}"
-                if cfg.alerts.webhook:
-                    send_webhook(cfg.alerts.webhook.url, {"source": "kafka-dr", "event": "failover", "summary": summary})
-                if cfg.alerts.email:
-                    send_email(cfg.alerts, subject, text)
+            subject = f"[kafka-dr] failover {failed} -> {survivor}{' (dry run)' if dry else ''}"
+            summary = announce(cfg.alerts, "failover", subject, format_summary(summary), summary)
             return summary
 
         c = confirm()

@@ -84,5 +84,20 @@ class KafkaDrNotifier(BaseNotifier):
                 log.error("kafka-dr alert: e-mail via %s:%s failed: %s", self.alerts.email.smtp_host, self.alerts.email.smtp_port, e)
 
 
+def announce(alerts: Alerts, event: str, subject: str, text: str, summary: dict) -> dict:
+    """Log an operator run's summary and send it to the configured channels (failover,
+    failback). Returns ``summary`` with ``summary_text`` added, which the UI shows as is (XCom
+    tab, DR status page)."""
+    import logging
+
+    summary = {**summary, "summary_text": text}
+    logging.getLogger(f"kafka_dr.{event}").info("%s", text)
+    if alerts.webhook:
+        send_webhook(alerts.webhook.url, {"source": "kafka-dr", "event": event, "summary": summary})
+    if alerts.email:
+        send_email(alerts, subject, text)
+    return summary
+
+
 def failure_callbacks(alerts: Alerts) -> list:
     return [KafkaDrNotifier(alerts)] if (alerts.email or alerts.webhook) else []
