@@ -101,7 +101,8 @@ class Job:
 
     def __init__(self, config: Path, log: Path, flow: str = FLOW, mode: str = "continuous", max_restarts: int = 10) -> None:
         self.stop_file = log.with_suffix(f".stop-{uuid.uuid4().hex[:6]}")
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable}
+        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable,
+               "PYTHONUNBUFFERED": "1"}  # the job log must show what happened up to a hang or a kill
         self.log = log
         self.proc = subprocess.Popen(
             [str(BIN / "spark-submit"), "--master", "local[2,4]", "--conf", "spark.ui.enabled=false",
