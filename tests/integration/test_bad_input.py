@@ -133,10 +133,17 @@ def test_deleted_progress_is_refused_unless_reset(lab, lab_config, spark, tmp_pa
     ensure_topic(clients.admin(east), topic_name, partitions=2)
     first = produce_varied(east, topic_name, "first", 40, 2)
     config = flow_config(lab, tmp_path, [topic_name])
+    # a progress group of its own: deleting the lab's would make every later test's flow
+    # (the heartbeat topic's copies are on west) refuse to start, as designed
+    import yaml
+
+    doc = yaml.safe_load(config.read_text())
+    doc["internal_prefix"] = prefix = "_kdr_" + topic_name.replace(".", "_")[-40:]
+    config.write_text(yaml.safe_dump(doc, sort_keys=False))
     opts = dict(config=str(config), flow="east_to_west", mode="incremental", max_restarts=2)
     run_flow(JobOptions(**opts), spark=spark)
     admin = clients.admin(west)
-    for fut in admin.delete_consumer_groups([progress_group(lab_config.internal_prefix, "east_to_west")], request_timeout=30).values():
+    for fut in admin.delete_consumer_groups([progress_group(prefix, "east_to_west")], request_timeout=30).values():
         fut.result()
     second = produce_varied(east, topic_name, "second", 10, 2)
 

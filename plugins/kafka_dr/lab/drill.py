@@ -312,7 +312,8 @@ class Drill:
             self.lab.stop(name)
             time.sleep(outage)
             self.lab.start(name)
-            before = _copied(cfg, topic)
+            # a broker just back answers "not leader" for a while: read its end offsets once it leads again
+            before = wait_for("the target's end offsets after the restart", lambda: (_copied(cfg, topic),), 120)[0]
             wait_for("copying after the restart", lambda: _copied(cfg, topic) > before, 240)
             if not job.alive():
                 raise RuntimeError(f"drill {which}-restart: the job gave up; see {log}")
@@ -339,7 +340,7 @@ class Drill:
                 proxy.cut()
                 time.sleep(outage)
                 proxy.restore()
-                before = _copied(cfg, topic)
+                before = wait_for("the target's end offsets after the network returned", lambda: (_copied(cfg, topic),), 120)[0]
                 wait_for("copying after the network returned", lambda: _copied(cfg, topic) > before, 240)
                 return self._finish(result, cfg, topic, job, producer)
             finally:
