@@ -152,40 +152,18 @@ def main(argv: list[str] | None = None) -> int:
 
             return dq_main(args.rest)
         if args.cmd == "failover":
-            import json
-            import os
-
             from kafka_dr.kafka.failover import FailoverRefused, format_summary, run_failover
-            from kafka_dr.lab.lab import Lab
 
-            path = args.config or Path(os.environ.get("KAFKA_DR_CONFIG") or Lab().config_file)
-            try:
-                summary = run_failover(load_config(path), args.failed, args.survivor, args.groups, args.dry_run, args.force)
-            except FailoverRefused as e:
-                print(f"kafka-dr failover: refused: {e}", file=sys.stderr)
-                return 1
-            print(format_summary(summary))
-            print(json.dumps(summary, default=str))
-            return 0
+            return _operator_run("failover", "refused", (FailoverRefused,), format_summary, lambda cfg: run_failover(
+                cfg, args.failed, args.survivor, args.groups, args.dry_run, args.force), args.config)
         if args.cmd == "failback":
-            import json
-            import os
-
             from kafka_dr.core.dq import DataQualityFailed
             from kafka_dr.core.failback import FailbackRefused
             from kafka_dr.kafka.failback import GateFailed, format_summary, run_failback
-            from kafka_dr.lab.lab import Lab
 
-            path = args.config or Path(os.environ.get("KAFKA_DR_CONFIG") or Lab().config_file)
-            try:
-                summary = run_failback(load_config(path), args.recovered, args.survivor, args.mode, args.groups, args.topics,
-                                       args.dry_run, args.force, args.since_ms, args.until_ms)
-            except (FailbackRefused, GateFailed, DataQualityFailed) as e:
-                print(f"kafka-dr failback: stopped: {e}", file=sys.stderr)
-                return 1
-            print(format_summary(summary))
-            print(json.dumps(summary, default=str))
-            return 0
+            return _operator_run("failback", "stopped", (FailbackRefused, GateFailed, DataQualityFailed), format_summary,
+                                 lambda cfg: run_failback(cfg, args.recovered, args.survivor, args.mode, args.groups, args.topics,
+                                                          args.dry_run, args.force, args.since_ms, args.until_ms), args.config)
         if args.cmd == "drill":
             from kafka_dr.lab.drill import format_table, run_drill
 
@@ -211,6 +189,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kafka-dr: {e}", file=sys.stderr)
             return 1
         raise
+    return 0
+
+
+def _operator_run(name: str, verb: str, stops: tuple, format_summary, run, config: Path | None) -> int:
+    """The CLI twin of an operator DAG (failover, failback): load the config (``--config``,
+    ``$KAFKA_DR_CONFIG`` or the lab's), run the steps, print the summary text and its JSON.
+    A refusal or a failed gate is one line on stderr and exit code 1."""
+    import json
+    import os
+
+    from kafka_dr.lab.lab import Lab
+
+    path = config or Path(os.environ.get("KAFKA_DR_CONFIG") or Lab().config_file)
+    try:
+        summary = run(load_config(path))
+    except stops as e:
+        print(f"kafka-dr {name}: {verb}: {e}", file=sys.stderr)
+        return 1
+    print(format_summary(summary))
+    print(json.dumps(summary, default=str))
     return 0
 
 

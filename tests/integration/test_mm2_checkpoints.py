@@ -16,7 +16,6 @@ partition, never a skip, a re-read within the partition.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest

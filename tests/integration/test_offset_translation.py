@@ -44,19 +44,11 @@ def produce(cluster, topic: str, tag: str, n: int, partitions: int, compactable:
 
 def commit(cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit like a consumer would; retried while a fresh cluster's group coordinator loads."""
-    from confluent_kafka import KafkaError, KafkaException
+    from kafka_dr.kafka.copier import commit_with_retry
 
     c = clients.consumer(cluster, group)
     try:
-        for attempt in range(30):
-            try:
-                c.commit(offsets=[TopicPartition(t, p, x) for (t, p), x in offsets.items()], asynchronous=False)
-                return
-            except KafkaException as e:
-                busy = (KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE)
-                if e.args[0].code() not in busy or attempt == 29:
-                    raise
-                time.sleep(1)
+        commit_with_retry(c, [TopicPartition(t, p, x) for (t, p), x in offsets.items()])
     finally:
         c.close()
 

@@ -26,6 +26,17 @@ class RpoEntry:
         return dict(self.__dict__)
 
 
+def cluster_pair_problem(known: list[str], first: tuple[str, str], second: tuple[str, str]) -> str | None:
+    """What is wrong with the two clusters an operator run names (``(role, name)`` each), or
+    None: both must be configured and differ. Shared by failover and failback."""
+    for role, name in (first, second):
+        if name not in known:
+            return f"unknown {role} cluster {name!r} (known: {', '.join(known)})"
+    if first[1] == second[1]:
+        return f"the {first[0]} and the {second[0]} cluster are both {first[1]!r}"
+    return None
+
+
 def rpo_entry(flow: str, topic: str, partition: int, copied_up_to: int | None, last_known_end: int | None) -> RpoEntry:
     missing = None
     if copied_up_to is not None and last_known_end is not None:

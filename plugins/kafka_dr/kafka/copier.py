@@ -536,6 +536,19 @@ def read_committed_progress(cfg: DrConfig, flow: FlowConfig, partitions: list[tu
 COORDINATOR_BUSY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
 
 
+def commit_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout: float = 60.0) -> None:
+    """``consumer.commit`` (synchronous) that waits while the coordinator is loading or moving."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=tps, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
 def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
     """``consumer.committed`` that waits while the coordinator is loading or moving (a cluster
     just started or restarted), up to ``timeout`` seconds."""

@@ -24,10 +24,10 @@ else copies between the two while the failback runs.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
@@ -48,11 +48,12 @@ from kafka_dr.core.failback import (
     seeded_position,
     transient_flow,
 )
+from kafka_dr.core.dq import record_digest
 from kafka_dr.core.progress import encode_metadata, progress_group
-from kafka_dr.core.provenance import ORIGIN, PRODUCT_KEYS
+from kafka_dr.core.provenance import ORIGIN
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.copier import RangeCopier, RangeSpec, committed_with_retry, read_committed_progress
+from kafka_dr.kafka.copier import RangeCopier, RangeSpec, commit_with_retry, committed_with_retry, read_committed_progress
 from kafka_dr.kafka.state_store import reachable, read_state, write_state
 
 log = logging.getLogger(__name__)
@@ -121,12 +122,11 @@ def seed_flow(cfg: DrConfig, recovered: str, survivor: str, topics: str | None) 
 
 def check_ready(cfg: DrConfig, recovered: str, survivor: str, mode: str, force: bool = False,
                 resolve: SecretResolver | None = None, topics: str | None = None) -> dict:
-    known = ", ".join(cfg.clusters)
-    for role, name in (("recovered", recovered), ("surviving", survivor)):
-        if name not in cfg.clusters:
-            raise FailbackRefused(f"unknown {role} cluster {name!r} (known: {known})")
-    if recovered == survivor:
-        raise FailbackRefused(f"the recovered and the surviving cluster are both {recovered!r}")
+    from kafka_dr.core.failover import cluster_pair_problem
+
+    problem = cluster_pair_problem(list(cfg.clusters), ("recovered", recovered), ("surviving", survivor))
+    if problem:
+        raise FailbackRefused(problem)
     if mode not in MODES:
         raise FailbackRefused(f"unknown mode {mode!r} (choose {' or '.join(MODES)})")
     for name in (survivor, recovered):
@@ -222,7 +222,7 @@ def _pending(cfg: DrConfig, flow: FlowConfig, resolve) -> dict[str, int]:
     round would read; the loop policy may still filter some)."""
     from kafka_dr.kafka.planner import FlowPlanner
 
-    planner = FlowPlanner(cfg, flow, resolve)
+    planner = FlowPlanner(cfg, flow, resolve, create_targets=False)  # a dry run creates nothing
     start, end = planner.earliest(), planner.latest()
     keys = [(planner.target_topic(t), int(p)) for t, parts in end.items() for p in parts]
     done = read_committed_progress(cfg, flow, keys, resolve)
@@ -280,19 +280,11 @@ def copy_until_caught_up(cfg: DrConfig, recovered: str, survivor: str, mode: str
 # --- step 3: the gate -------------------------------------------------------------------
 
 
-def _digest(rec, here: str) -> bytes:
-    """What must be equal on both clusters for one logical record: key, value, own headers,
-    timestamp and origin (local records are "here"'s)."""
-    headers = rec.headers or ()
-    origin = next((v for k, v in headers if k == ORIGIN), None)
-    h = hashlib.blake2b(digest_size=16)
-    for part in (rec.key, rec.value, origin if origin is not None else here.encode()):
-        h.update(b"\x00" if part is None else b"\x01" + len(part).to_bytes(4, "big") + part)
-    for k, v in headers:
-        if k not in PRODUCT_KEYS:
-            h.update(k.encode() + b"=" + (b"\x00" if v is None else b"\x01" + v))
-    h.update(str(rec.timestamp_ms).encode())
-    return h.digest()
+def _identity(rec, here: str) -> tuple[int, bytes]:
+    """What must be equal on both clusters for one logical record: the data-quality digest
+    (key, value, own headers, timestamp) and the origin (local records are ``here``'s)."""
+    origin = next((v for k, v in rec.headers or () if k == ORIGIN), None)
+    return record_digest(rec.key, rec.value, rec.headers, rec.timestamp_ms), origin if origin is not None else here.encode()
 
 
 def _partition_digests(cfg: DrConfig, cluster: str, topic: str, partition: int, resolve, keep: bool):
@@ -306,9 +298,9 @@ def _partition_digests(cfg: DrConfig, cluster: str, topic: str, partition: int, 
         c.close()
     total, checksum, where = 0, 0, {}
     for r in records:
-        d = _digest(r, cluster)
+        d = _identity(r, cluster)
         total += 1
-        checksum = (checksum + int.from_bytes(d[:8], "big")) % (1 << 64)
+        checksum = (checksum + d[0] + zlib.crc32(d[1])) % (1 << 64)
         if keep:
             where.setdefault(d, []).append(r.offset)
     return total, checksum, where
@@ -467,7 +459,7 @@ def move_groups_back(cfg: DrConfig, recovered: str, survivor: str, mode: str, gr
         if inactive and not dry_run:
             c = clients.consumer(tgt, group, resolve)
             try:
-                _commit(c, [TopicPartition(r["topic"], r["partition"], r["target_offset"]) for r in rows])
+                commit_with_retry(c, [TopicPartition(r["topic"], r["partition"], r["target_offset"]) for r in rows])
             finally:
                 c.close()
         report += rows
@@ -477,23 +469,6 @@ def move_groups_back(cfg: DrConfig, recovered: str, survivor: str, mode: str, gr
 # --- step 5 -----------------------------------------------------------------------------
 
 
-def _commit(consumer, tps: list[TopicPartition]) -> None:
-    """Commit, waiting while a (re)started cluster's group coordinator loads."""
-    from confluent_kafka import KafkaException
-
-    from kafka_dr.kafka.copier import COORDINATOR_BUSY
-
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            consumer.commit(offsets=tps, asynchronous=False)
-            return
-        except KafkaException as e:
-            if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() > deadline:
-                raise
-            time.sleep(1)
-
-
 def _commit_progress(cfg: DrConfig, flow: FlowConfig, positions: dict[tuple[str, int], int], resolve) -> None:
     """Set ``flow``'s committed progress (on its target) to ``positions`` ({(target topic, p): next source offset})."""
     if not positions:
@@ -501,7 +476,7 @@ def _commit_progress(cfg: DrConfig, flow: FlowConfig, positions: dict[tuple[str,
     c = clients.consumer(cfg.cluster(flow.target), progress_group(cfg.internal_prefix, flow.name), resolve)
     now = int(time.time() * 1000)
     try:
-        _commit(c, [TopicPartition(t, p, o, encode_metadata(t, now)) for (t, p), o in positions.items()])
+        commit_with_retry(c, [TopicPartition(t, p, o, encode_metadata(t, now)) for (t, p), o in positions.items()])
     finally:
         c.close()
 
@@ -531,7 +506,7 @@ def hand_over_seed(cfg: DrConfig, recovered: str, survivor: str, topics: str | N
 
 
 def restart_flows(cfg: DrConfig, recovered: str, survivor: str, mode: str, dry_run: bool = True, topics: str | None = None,
-                  resolve: SecretResolver | None = None, summary: dict | None = None) -> dict:
+                  resolve: SecretResolver | None = None) -> dict:
     state = read_state(cfg, resolve)
     done = recovered not in state.failed_clusters and state.active_cluster == recovered
     out: dict = {"flows": [f.name for f in cfg.flows if {f.source, f.target} == {recovered, survivor}]}
@@ -556,7 +531,7 @@ def run_failback(cfg: DrConfig, recovered: str, survivor: str, mode: str, groups
     summary["copy"] = copy_until_caught_up(cfg, recovered, survivor, mode, dry_run, topics, since_ms, until_ms, resolve)
     summary["gate"] = {"skipped": "dry run"} if dry_run else gate(cfg, recovered, survivor, mode, topics, resolve)
     summary["consumer_groups"] = move_groups_back(cfg, recovered, survivor, mode, groups, dry_run, topics, resolve)
-    summary["restart"] = restart_flows(cfg, recovered, survivor, mode, dry_run, topics, resolve, summary)
+    summary["restart"] = restart_flows(cfg, recovered, survivor, mode, dry_run, topics, resolve)
     return summary
 
 

@@ -22,7 +22,7 @@ import re
 import time
 
 from kafka_dr.core.config import DrConfig
-from kafka_dr.core.failover import last_known_ends, rpo_entry, rpo_seconds
+from kafka_dr.core.failover import cluster_pair_problem, last_known_ends, rpo_entry, rpo_seconds
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.state_store import reachable, read_state, write_state
 
@@ -32,12 +32,9 @@ class FailoverRefused(RuntimeError):
 
 
 def check_clusters(cfg: DrConfig, failed: str, survivor: str) -> None:
-    known = ", ".join(cfg.clusters)
-    for role, name in (("failed", failed), ("surviving", survivor)):
-        if name not in cfg.clusters:
-            raise FailoverRefused(f"unknown {role} cluster {name!r} (known: {known})")
-    if failed == survivor:
-        raise FailoverRefused(f"the failed and the surviving cluster are both {failed!r}")
+    problem = cluster_pair_problem(list(cfg.clusters), ("failed", failed), ("surviving", survivor))
+    if problem:
+        raise FailoverRefused(problem)
 
 
 def confirm_down(cfg: DrConfig, failed: str, survivor: str, force: bool, resolve: SecretResolver | None = None) -> dict:

@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 import re
 
-from confluent_kafka import KafkaException, TopicPartition
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.copier import committed_with_retry
 from kafka_dr.kafka.offset_translation import _group_state, commit_translations, last_synced_offsets, offset_sync_topic, translate_group
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count

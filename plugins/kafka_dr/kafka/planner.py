@@ -43,8 +43,12 @@ class TopicRoute:
 
 
 class FlowPlanner:
-    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, clock=time.monotonic) -> None:
+    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, clock=time.monotonic,
+                 create_targets: bool = True) -> None:
+        """:param create_targets: create missing target topics on discovery (``False``: plan only,
+            as a dry run must)."""
         self.cfg, self.flow, self.clock, self.resolve = cfg, flow, clock, resolve
+        self.create_targets = create_targets
         self.router = router_for(cfg, flow)
         self.source = AdminClient(client_config(cfg.cluster(flow.source), resolve))
         self.target = AdminClient(client_config(cfg.cluster(flow.target), resolve))
@@ -87,7 +91,7 @@ class FlowPlanner:
             if target is not None:
                 wanted[name] = TopicRoute(name, target, len(t.partitions))
         new = [r for n, r in wanted.items() if n not in self._routes or self._routes[n].partitions != r.partitions]
-        if new:
+        if new and self.create_targets:
             self._ensure_targets(new)
             for r in new:
                 log.info("flow %s: replicating %s[%d partitions] -> %s/%s", self.flow.name, r.source_topic, r.partitions, self.flow.target, r.target_topic)
