@@ -23,9 +23,9 @@ provenance headers.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections import deque
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -39,9 +39,14 @@ from kafka_dr.kafka.clients import SecretResolver, client_config
 log = logging.getLogger(__name__)
 
 
+#: the end of an open range: copy what arrives until told to stop (continuous flows' streaming tasks)
+OPEN = 2**62
+
+
 @dataclass(frozen=True)
 class RangeSpec:
-    """One source partition's planned range ``[start, end)`` and where it goes."""
+    """One source partition's planned range ``[start, end)`` and where it goes (``end`` may
+    be :data:`OPEN`)."""
 
     topic: str
     partition: int
@@ -66,8 +71,6 @@ class RangeResult:
     filtered: int = 0
     bytes: int = 0
     lost_to_retention: int = 0
-    first_target_offset: int = -1
-    last_target_offset: int = -1
     latency_p50_ms: float | None = None
     latency_p99_ms: float | None = None
     transactions: int = 0
@@ -123,12 +126,19 @@ def _producer_lost(e: BaseException) -> bool:
 @dataclass
 class _Chunk:
     first_offset: int
-    source_offsets: deque = field(default_factory=deque)
+    #: when set, every record carries its own delivery callback naming its source offset
+    #: (a seed map needs the target offsets; a refusal needs the refused record's offset)
+    precise: bool = False
     error: KafkaError | None = None
-    error_offset: int = -1
-    first_target: int = -1
-    last_target: int = -1
+    error_offset: int = -1  #: -1: a record was refused but the chunk was not precise, so which one is unknown
     pairs: list = field(default_factory=list)  #: (source offset, target offset), when a seed map is kept
+
+    def delivered(self, src: int, err: KafkaError | None, msg) -> None:
+        if err is not None:
+            if self.error is None:
+                self.error, self.error_offset = err, src
+        else:
+            self.pairs.append((src, msg.offset()))
 
 
 class RangeCopier:
@@ -168,6 +178,7 @@ class RangeCopier:
         self.seed_map_topic = seed_map_topic
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self._producers: dict[tuple[str, int], Producer] = {}
+        self._failures: dict[tuple[str, int], list[KafkaError]] = {}  #: delivery failures of chunks that were not precise
         self._source: Consumer | None = None
         self._meta: Consumer | None = None
 
@@ -193,13 +204,26 @@ class RangeCopier:
                     **self.producer_overrides,
                 },
             )
+            box: list = []
+            # Delivery reports only for failures (librdkafka): a per-record Python callback
+            # was a fifth of a copy's time. A failure lands in the box; the chunk is then
+            # redone with per-record callbacks to name the record (_run_chunks). A seed map
+            # needs every record's target offset, so it keeps all reports.
+            conf["delivery.report.only.error"] = self.seed_map_topic is None
+            conf["on_delivery"] = lambda err, _msg: box.append(err) if err is not None and not box else None
             p = Producer(conf)
             p.init_transactions(30)
             self._producers[key] = p
+            self._failures[key] = box
         return p
 
     def _drop_producer(self, topic: str, partition: int) -> None:
-        self._producers.pop((topic, partition), None)
+        p = self._producers.pop((topic, partition), None)
+        if p is not None:
+            try:
+                p.purge()  # nothing of it may linger: its transaction was aborted or it was fenced
+            except KafkaException:
+                pass
 
     def _source_consumer(self) -> Consumer:
         if self._source is None:
@@ -242,14 +266,17 @@ class RangeCopier:
 
     # --- the copy ----------------------------------------------------------------------
 
-    def copy(self, spec: RangeSpec) -> RangeResult:
+    def copy(self, spec: RangeSpec, until: Callable[[], bool] | None = None) -> RangeResult:
+        """Copy ``spec``'s range; with ``until``, stop after the first transaction that ends
+        once ``until()`` is true (an :data:`OPEN` range only stops that way). The result's
+        ``end`` is then where the copy stopped."""
         t0 = time.monotonic()
         fresh_producer_tried = False
         log_start: int | None = None  # read only when needed (see _copy)
         partial: RangeResult | None = None
         for _ in range(5):
             try:
-                return self._copy(spec, t0, log_start, partial)
+                return self._copy(spec, t0, log_start, partial, until)
             except _BelowLogStart as e:
                 # the source deleted records at or after our position (retention outran
                 # replication): read where its log starts now and redo from committed progress
@@ -273,7 +300,8 @@ class RangeCopier:
         low, _ = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=30, cached=False)
         return low
 
-    def _copy(self, spec: RangeSpec, t0: float, log_start: int | None, partial: RangeResult | None) -> RangeResult:
+    def _copy(self, spec: RangeSpec, t0: float, log_start: int | None, partial: RangeResult | None,
+              until: Callable[[], bool] | None) -> RangeResult:
         """One attempt at the range.
 
         The source's log start is only asked for when it decides something: when there is no
@@ -305,11 +333,12 @@ class RangeCopier:
 
         source.assign([TopicPartition(spec.topic, spec.partition, start)])
         try:
-            latencies = self._run_chunks(spec, producer, source, start, result)
+            latencies, reached = self._run_chunks(spec, producer, source, start, result, until)
         finally:
             source.unassign()
+        result.end = reached
         _, high = source.get_watermark_offsets(TopicPartition(spec.topic, spec.partition), cached=True)  # from the last fetch
-        result.lag = max(0, high - spec.end)
+        result.lag = max(0, high - reached)
         if latencies:
             latencies.sort()
             result.latency_p50_ms = float(latencies[len(latencies) // 2])
@@ -317,29 +346,41 @@ class RangeCopier:
         result.seconds = time.monotonic() - t0
         return result
 
-    def _run_chunks(self, spec: RangeSpec, producer: Producer, source: Consumer, start: int, result: RangeResult) -> list[int]:
+    def _run_chunks(self, spec: RangeSpec, producer: Producer, source: Consumer, start: int, result: RangeResult,
+                    until: Callable[[], bool] | None = None) -> tuple[list[int], int]:
         """Copy ``[start, end)`` in transactions of at most ``chunk_records``/``chunk_seconds``.
 
-        A chunk the target refuses is aborted whole. Without a dead-letter topic the copy
-        stops, naming the record. With one, the refused offset is remembered and the chunk is
-        redone from its first offset, routing that record to the dead-letter topic instead.
+        A chunk the target refuses is aborted whole and redone *precisely* (each record with
+        its own delivery callback) to learn which record it was. Without a dead-letter topic
+        the copy then stops, naming the record. With one, the refused offset is remembered and
+        the chunk is redone from its first offset, routing that record to the dead-letter topic.
         """
         group_meta = self._progress_consumer().consumer_group_metadata()
+        failures = self._failures[(spec.topic, spec.partition)]
         latencies: list[int] = []
         dead: dict[int, str] = {}
         next_offset = start
-        done = False
-        while not done:
-            chunk = _Chunk(first_offset=next_offset)
+        done, precise = False, self.seed_map_topic is not None
+        while not done and not (until is not None and until()):
+            chunk = _Chunk(first_offset=next_offset, precise=precise)
+            failures.clear()
             producer.begin_transaction()
             try:
-                next_offset, done, counts = self._fill_chunk(spec, producer, source, chunk, dead, latencies)
+                next_offset, done, counts = self._fill_chunk(spec, producer, source, chunk, dead, latencies, until)
             except _BelowLogStart as e:
                 e.result = result
                 raise
-            rejected = self._commit_chunk(producer, group_meta, spec, chunk, next_offset)
+            if next_offset == chunk.first_offset and not failures:
+                producer.commit_transaction(30)  # nothing read (an idle open range): an empty transaction ends locally
+                continue
+            rejected = self._commit_chunk(producer, group_meta, spec, chunk, next_offset, failures)
             if rejected is not None:
                 offset, reason = rejected
+                source.seek(TopicPartition(spec.topic, spec.partition, chunk.first_offset))
+                next_offset, done = chunk.first_offset, False
+                if offset < 0:  # refused, but which record is unknown: redo this chunk precisely
+                    precise = True
+                    continue
                 gone = self._target_missing(producer, spec.target_topic)
                 if gone or not self.flow.dead_letter_topic or offset in dead:
                     hint = (f"; {self.flow.target}/{spec.target_topic} does not exist (deleted mid-run?): it is not recreated behind "
@@ -351,53 +392,39 @@ class RangeCopier:
                         f"rolled back and nothing after it copied" + hint
                     )
                 dead[offset] = reason
-                source.seek(TopicPartition(spec.topic, spec.partition, chunk.first_offset))
-                next_offset, done = chunk.first_offset, False
                 continue
+            precise = self.seed_map_topic is not None
             for k, v in counts.items():
                 setattr(result, k, getattr(result, k) + v)
             result.transactions += 1
-            if chunk.first_target >= 0 and result.first_target_offset < 0:
-                result.first_target_offset = chunk.first_target
-            if chunk.last_target >= 0:
-                result.last_target_offset = chunk.last_target
-        return latencies
+        return latencies, next_offset
 
-    def _fill_chunk(self, spec: RangeSpec, producer: Producer, source: Consumer, chunk: _Chunk, dead: dict[int, str], latencies: list[int]):
-        """Read and produce one chunk's records; returns (next offset, range done, counts)."""
-        transform, produce = self.transform, producer.produce
-        target_topic, partition, end = spec.target_topic, spec.partition, spec.end
-        counts = {"read": 0, "written": 0, "filtered": 0, "bytes": 0, "dead_lettered": 0}
-        keep_pairs, keep_ts = self.seed_map_topic is not None, self.keep_timestamp
+    def _fill_chunk(self, spec: RangeSpec, producer: Producer, source: Consumer, chunk: _Chunk, dead: dict[int, str], latencies: list[int],
+                    until: Callable[[], bool] | None = None):
+        """Read and produce one chunk's records; returns (next offset, range done, counts).
 
-        def on_delivery(err, msg):
-            src = chunk.source_offsets.popleft()
-            if err is not None:
-                if chunk.error is None:
-                    chunk.error, chunk.error_offset = err, src
-                return
-            off = msg.offset()
-            if chunk.first_target < 0:
-                chunk.first_target = off
-            chunk.last_target = off
-            if keep_pairs:
-                chunk.pairs.append((src, off))
+        This loop is where a copy spends its time: per record it does only what it must (the
+        loop policy's header decision and one ``produce``); counters are locals."""
+        transform, produce, delivered = self.transform, producer.produce, chunk.delivered
+        target_topic, topic, partition, end = spec.target_topic, spec.topic, spec.partition, spec.end
+        read = written = filtered = nbytes = dead_lettered = 0
+        keep_ts, precise = self.keep_timestamp, chunk.precise
+        wait = min(0.1, self.chunk_seconds / 4)
 
         next_offset, done = chunk.first_offset, False
         deadline = time.monotonic() + self.chunk_seconds
         last_progress = time.monotonic()
-        in_chunk = 0
         while True:
             # consume() waits for num_messages or the timeout: asking for no more than the range
             # still holds, with a short timeout, returns as soon as the range's records are in
             # (a fixed 0.5 s wait per range once dominated a continuous flow's micro-batches)
-            msgs = source.consume(num_messages=max(1, min(5000, end - next_offset)), timeout=0.1)
+            msgs = source.consume(num_messages=max(1, min(5000, end - next_offset)), timeout=wait)
             if msgs:
                 last_progress = time.monotonic()
-            elif time.monotonic() - last_progress > self.stall_seconds:
+            elif end < OPEN and time.monotonic() - last_progress > self.stall_seconds:  # an open range may just be idle
                 self._abort(producer)
                 raise TimeoutError(
-                    f"flow {self.flow.name}: no records from {self.flow.source}/{spec.topic}[{partition}] for "
+                    f"flow {self.flow.name}: no records from {self.flow.source}/{topic}[{partition}] for "
                     f"{self.stall_seconds:.0f}s at offset {next_offset} (range ends at {end}); is the source reachable?"
                 )
             now_ms = int(self.clock() * 1000)
@@ -415,60 +442,68 @@ class RangeCopier:
                     self._abort(producer)
                     if err.code() == KafkaError._AUTO_OFFSET_RESET:
                         raise _BelowLogStart()
-                    raise RuntimeError(f"flow {self.flow.name}: reading {spec.topic}[{partition}] at offset {next_offset}: {err.str()}")
+                    raise RuntimeError(f"flow {self.flow.name}: reading {topic}[{partition}] at offset {next_offset}: {err.str()}")
                 off = msg.offset()
                 if off >= end:
                     next_offset, done = end, True
                     break
-                counts["read"] += 1
+                read += 1
                 next_offset = off + 1
-                in_chunk += 1
-                if keep_ts is not None and not keep_ts(msg.timestamp()[1]):
-                    counts["filtered"] += 1
+                ts = msg.timestamp()[1]
+                if keep_ts is not None and not keep_ts(ts):
+                    filtered += 1
                     continue
-                out = transform(msg.headers() or (), spec.topic, partition, off, now_ms)
+                out = transform(msg.headers(), topic, partition, off, now_ms)
                 if out is None:
-                    counts["filtered"] += 1
+                    filtered += 1
                     continue
                 key, value = msg.key(), msg.value()
-                ts = msg.timestamp()[1]
-                if off in dead:
+                if dead and off in dead:
                     self._dead_letter(producer, spec, off, key, value, out, ts, dead[off])
-                    counts["dead_lettered"] += 1
+                    dead_lettered += 1
                     continue
-                if in_chunk % 16 == 1:
+                if not read & 15:
                     latencies.append(now_ms - ts)
-                chunk.source_offsets.append(off)
-                try:  # the common case inline (per-record calls are what a copy spends its time on)
-                    produce(target_topic, value=value, key=key, headers=out, partition=partition, timestamp=ts, on_delivery=on_delivery)
+                try:  # the common case inline
+                    if precise:
+                        produce(target_topic, value, key, partition, on_delivery=functools.partial(delivered, off), timestamp=ts, headers=out)
+                    else:
+                        produce(target_topic, value, key, partition, timestamp=ts, headers=out)
                     reason = None
                 except (BufferError, KafkaException):  # queue full, or refused on the spot: the slow path
-                    reason = self._produce(producer, target_topic, partition, key, value, out, ts, on_delivery)
+                    reason = self._produce(producer, target_topic, partition, key, value, out, ts,
+                                           functools.partial(delivered, off) if precise else None)
                 if reason is not None:
-                    chunk.source_offsets.pop()
                     if not self.flow.dead_letter_topic:
                         self._abort(producer)
                         raise RecordRejected(
-                            f"flow {self.flow.name}: {self.flow.target} refuses {self.flow.source}/{spec.topic}[{partition}]@{off} "
+                            f"flow {self.flow.name}: {self.flow.target} refuses {self.flow.source}/{topic}[{partition}]@{off} "
                             f"(-> {target_topic}[{partition}]): {reason}; nothing from offset {chunk.first_offset} on was copied; "
                             f"configure dead_letter_topic to set such records aside"
                         )
                     dead[off] = reason
                     self._dead_letter(producer, spec, off, key, value, out, ts, reason)
-                    counts["dead_lettered"] += 1
+                    dead_lettered += 1
                     continue
-                counts["written"] += 1
-                counts["bytes"] += (len(key) if key else 0) + (len(value) if value else 0)
+                written += 1
+                if value:
+                    nbytes += len(value)
+                if key:
+                    nbytes += len(key)
             if not done and next_offset >= end:
                 done = True
-            if done or in_chunk >= self.chunk_records or time.monotonic() >= deadline:
+            if done or read >= self.chunk_records or time.monotonic() >= deadline or (until is not None and until()):
+                counts = {"read": read, "written": written, "filtered": filtered, "bytes": nbytes, "dead_lettered": dead_lettered}
                 return next_offset, done, counts
 
     def _produce(self, producer: Producer, topic: str, partition: int, key, value, headers, ts: int, cb) -> str | None:
         """Queue one record; returns the reason when librdkafka refuses it on the spot."""
         while True:
             try:
-                producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts, on_delivery=cb)
+                if cb is None:
+                    producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts)
+                else:
+                    producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts, on_delivery=cb)
                 return None
             except BufferError:
                 producer.poll(0.05)
@@ -491,9 +526,20 @@ class RangeCopier:
                   self.flow.dead_letter_topic, reason)
         producer.produce(self.flow.dead_letter_topic, key=key, value=None if too_big else value, headers=[*headers, *extra], timestamp=ts)
 
-    def _commit_chunk(self, producer: Producer, group_meta, spec: RangeSpec, chunk: _Chunk, next_offset: int) -> tuple[int, str] | None:
-        """Commit the chunk and its progress; on a refused record, abort and return (offset, reason)."""
-        left = producer.flush(120)
+    def _commit_chunk(self, producer: Producer, group_meta, spec: RangeSpec, chunk: _Chunk, next_offset: int,
+                      failures: list[KafkaError]) -> tuple[int, str] | None:
+        """Commit the chunk and its progress; on a refused record, abort and return (offset, reason),
+        the offset -1 when the chunk was not precise."""
+        deadline = time.monotonic() + 120
+        # until all is acknowledged, or the first failure: the chunk is lost then, and abort purges
+        # the rest (with error-only reports, records queued behind a refused one otherwise sat
+        # out delivery.timeout.ms, a minute, before flush returned)
+        while True:
+            left = producer.flush(0.2)
+            if not left or chunk.error is not None or failures or time.monotonic() >= deadline:
+                break
+        if chunk.error is None and failures:
+            chunk.error = failures[0]
         if chunk.error is not None:
             self._abort(producer)
             if chunk.error.code() in PRODUCER_LOST:

@@ -2,7 +2,9 @@
 
 ``incremental`` copies what is there (``trigger(availableNow=True)``) and returns;
 ``continuous`` runs micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop
-file, finishing the batch in flight before it stops. A failed query (a cluster unreachable,
+file, finishing the batch in flight before it stops. A continuous flow's micro-batches are
+streaming tasks (``task_seconds``, see :mod:`kafka_dr.spark.source`): records are committed
+every ``commit_seconds`` as they arrive; a stop reaches the tasks through a marker file. A failed query (a cluster unreachable,
 say) is restarted with exponential backoff up to ``max_restarts`` times; every restart resumes
 from the progress committed in Kafka, so nothing is lost or copied twice.
 
@@ -44,6 +46,12 @@ class JobOptions:
     #: at most this many records per source partition per micro-batch (0: no cap). Spreads a
     #: large backlog over several batches; an incremental run copies one batch only.
     max_records_per_batch: int = 0
+    #: continuous mode: each micro-batch is ``tasks`` streaming tasks of this many seconds
+    #: (0: micro-batches of fixed offset ranges, as incremental mode runs them)
+    task_seconds: float = 30.0
+    tasks: int = 1
+    #: streaming tasks commit a transaction per partition this often (the latency floor)
+    commit_seconds: float = 0.1
 
 
 @dataclass
@@ -71,9 +79,14 @@ class _Stop:
     def __init__(self, stop_file: str | None) -> None:
         self.reason = ""
         self.stop_file = stop_file
+        self.marker: str | None = None  #: the running query's streaming tasks stop when it exists
 
     def request(self, reason: str) -> None:
         self.reason = self.reason or reason
+
+    def tell_tasks(self) -> None:
+        if self.marker:
+            Path(self.marker).touch()
 
     def requested(self) -> bool:
         if not self.reason and self.stop_file and Path(self.stop_file).exists():
@@ -154,13 +167,17 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     deadline = time.monotonic() + max_duration if max_duration else None
     backoff = 2.0
     try:
+        streaming = mode is FlowMode.CONTINUOUS and opts.task_seconds > 0 and opts.max_records_per_batch <= 0
         while True:
             checkpoint = tempfile.mkdtemp(prefix=f"kafka-dr-{flow.name}-")
+            stop.marker = os.path.join(checkpoint, "stop")  # streaming tasks watch it (local executors see it)
             try:
                 reader = (spark.readStream.format("kafka_dr_replication").option("config", str(Path(opts.config).resolve()))
                           .option("flow", flow.name).option("allow_reset", str(opts.allow_reset).lower())
                           .option("chunk_records", str(opts.chunk_records))
-                          .option("max_records_per_batch", str(opts.max_records_per_batch)).load())
+                          .option("max_records_per_batch", str(opts.max_records_per_batch))
+                          .option("task_seconds", str(opts.task_seconds if streaming else 0)).option("tasks", str(opts.tasks))
+                          .option("commit_seconds", str(opts.commit_seconds)).option("stop_marker", stop.marker).load())
                 writer = reader.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
                 if mode is FlowMode.INCREMENTAL:
                     query = writer.trigger(availableNow=True).start()
@@ -250,7 +267,9 @@ def _supervise(query, stop: _Stop, deadline: float | None) -> None:
         if deadline and time.monotonic() >= deadline:
             stop.request("max duration")
         if stop.requested():
-            # let the batch in flight finish its transactions, then stop
+            # let the batch in flight finish its transactions, then stop; streaming tasks
+            # stop after their current transaction once they see the marker
+            stop.tell_tasks()
             t_end = time.monotonic() + 60
             while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < t_end:
                 time.sleep(0.2)
@@ -281,6 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk-records", type=int, default=50_000)
     p.add_argument("--max-records-per-batch", type=int, default=0,
                    help="at most this many records per source partition per micro-batch (0: no cap)")
+    p.add_argument("--task-seconds", type=float, default=30.0,
+                   help="continuous mode: each micro-batch's streaming tasks run this long (0: fixed-range micro-batches)")
+    p.add_argument("--tasks", type=int, default=1, help="continuous mode: streaming tasks per micro-batch (partitions are shared out)")
+    p.add_argument("--commit-seconds", type=float, default=0.1, help="continuous mode: a transaction per partition this often")
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
     a = p.parse_args(argv)
     if not a.config:
@@ -289,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = run_flow(JobOptions(config=a.config, flow=a.flow, mode=a.mode, trigger_seconds=a.trigger_seconds,
                                   max_duration_seconds=a.max_duration, max_restarts=a.max_restarts, stop_file=a.stop_file,
                                   allow_reset=a.allow_reset, chunk_records=a.chunk_records, master=a.master,
-                                  max_records_per_batch=a.max_records_per_batch))
+                                  max_records_per_batch=a.max_records_per_batch, task_seconds=a.task_seconds, tasks=a.tasks,
+                                  commit_seconds=a.commit_seconds))
     print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
     return 0
