@@ -141,3 +141,19 @@ def test_strip_product_headers_keeps_the_records_own_headers_exactly():
 
 def test_strip_after_adding_provenance_gives_back_the_original():
     assert strip_product_headers(with_copy_flags([*USER, *P.to_headers()], 1)) == USER
+
+
+def test_the_copiers_appender_writes_exactly_what_provenance_headers_says():
+    """The per-record fast path (cached per partition and per clock tick) must not drift from
+    the reference builder, whatever order partitions, offsets and clock ticks come in."""
+    from kafka_dr.core.provenance import provenance_appender, provenance_headers
+
+    add = provenance_appender("east")
+    own = [("h", b"1"), ("h", None), ("bin", b"\x00\xff")]
+    cases = [(own, "t", 0, 5, 1000), (None, "t", 0, 6, 1000), ([], "t", 1, 7, 1000), (own, "u", 0, 8, 1001),
+             (own, "t", 0, 9, 1000), (None, "t", 1, 10, 999)]
+    for headers, topic, partition, offset, now_ms in cases:
+        expected = [*(headers or ()), *provenance_headers("east", topic, partition, offset, now_ms)]
+        got = add(headers, topic, partition, offset, now_ms)
+        assert got == expected, (headers, topic, partition, offset, now_ms)
+    assert own == [("h", b"1"), ("h", None), ("bin", b"\x00\xff")]  # the record's own list is not changed

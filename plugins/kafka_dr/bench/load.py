@@ -210,12 +210,17 @@ def percentile(values: list[int], q: float) -> float | None:
     return float(s[min(len(s) - 1, int(len(s) * q))])
 
 
+def topic_exists(cluster: ClusterConfig, topic: str, admin: AdminClient | None = None) -> bool:
+    # all topics: a metadata request naming the topic could have it auto-created
+    t = (admin or AdminClient(client_config(cluster))).list_topics(timeout=10).topics.get(topic)
+    return t is not None and t.error is None and bool(t.partitions)
+
+
 def wait_for_topic(cluster: ClusterConfig, topic: str, timeout: float) -> None:
     admin = AdminClient(client_config(cluster))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        t = admin.list_topics(timeout=10).topics.get(topic)
-        if t is not None and t.error is None and t.partitions:
+        if topic_exists(cluster, topic, admin):
             return
         time.sleep(0.2)
     raise TimeoutError(f"{cluster.name}/{topic} did not appear within {timeout:.0f}s")

@@ -6,7 +6,9 @@ timestamp as they are. Its throughput is the ceiling this machine's brokers (and
 from Python) allow; the producer batches like ours (linger 10 ms, 1 MB batches, lz4,
 acks=all, idempotent) so the comparison is about the work, not the settings.
 
-    python -m kafka_dr.bench.rawpipe --source HOST:PORT --target HOST:PORT --topic T --target-topic raw.T --partitions 8 [--until-end]
+    python -m kafka_dr.bench.rawpipe --source HOST:PORT --target HOST:PORT --topic T [--topic U ...] --partitions 8 [--until-end]
+
+Each topic ``T`` goes to ``raw.T`` (``--target-prefix``).
 
 ``--until-end`` stops after the end offsets seen at start; otherwise it runs until SIGTERM.
 """
@@ -26,30 +28,32 @@ CONSUMER = {"group.id": "kafka-dr-bench-rawpipe", "enable.auto.commit": False, "
             "queued.max.messages.kbytes": 256 * 1024}
 
 
-def pipe(source: str, target: str, topic: str, target_topic: str, partitions: int, until_end: bool) -> int:
+def pipe(source: str, target: str, topics: list[str], target_prefix: str, partitions: int, until_end: bool) -> int:
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     c = Consumer({"bootstrap.servers": source, **CONSUMER})
     p = Producer({"bootstrap.servers": target, **PRODUCER})
+    tps = [(t, q) for t in topics for q in range(partitions)]
     ends = {}
     if until_end:
-        ends = {q: c.get_watermark_offsets(TopicPartition(topic, q), timeout=30, cached=False)[1] for q in range(partitions)}
-    c.assign([TopicPartition(topic, q, -2) for q in range(partitions)])
-    done: set[int] = {q for q, e in ends.items() if e == 0}
+        ends = {(t, q): c.get_watermark_offsets(TopicPartition(t, q), timeout=30, cached=False)[1] for t, q in tps}
+    c.assign([TopicPartition(t, q, -2) for t, q in tps])
+    done: set[tuple[str, int]] = {tp for tp, e in ends.items() if e == 0}
+    targets = {t: target_prefix + t for t in topics}
     n = 0
     produce = p.produce
-    while not stop and not (until_end and len(done) == partitions):
+    while not stop and not (until_end and len(done) == len(tps)):
         for m in c.consume(num_messages=10_000, timeout=0.02):
             err = m.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
-                    if until_end and m.offset() >= ends[m.partition()]:
-                        done.add(m.partition())
+                    if until_end and m.offset() >= ends[(m.topic(), m.partition())]:
+                        done.add((m.topic(), m.partition()))
                     continue
-                raise RuntimeError(f"{topic}[{m.partition()}]: {err.str()}")
+                raise RuntimeError(f"{m.topic()}[{m.partition()}]: {err.str()}")
             while True:
                 try:
-                    produce(target_topic, m.value(), m.key(), m.partition(), timestamp=m.timestamp()[1], headers=m.headers())
+                    produce(targets[m.topic()], m.value(), m.key(), m.partition(), timestamp=m.timestamp()[1], headers=m.headers())
                     break
                 except BufferError:
                     p.poll(0.05)
@@ -58,9 +62,9 @@ def pipe(source: str, target: str, topic: str, target_topic: str, partitions: in
     left = p.flush(120)
     c.close()
     if left:
-        print(f"rawpipe: {left} record(s) not acknowledged by {target}/{target_topic}", file=sys.stderr)
+        print(f"rawpipe: {left} record(s) not acknowledged by {target}", file=sys.stderr)
         return 1
-    print(f"rawpipe: {n} records {topic} -> {target_topic}", flush=True)
+    print(f"rawpipe: {n} records {', '.join(topics)} -> {target_prefix}*", flush=True)
     return 0
 
 
@@ -68,12 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rawpipe", description=__doc__.splitlines()[0])
     ap.add_argument("--source", required=True)
     ap.add_argument("--target", required=True)
-    ap.add_argument("--topic", required=True)
-    ap.add_argument("--target-topic", required=True)
+    ap.add_argument("--topic", required=True, action="append", help="a source topic (repeatable)")
+    ap.add_argument("--target-prefix", default="raw.")
     ap.add_argument("--partitions", type=int, required=True)
     ap.add_argument("--until-end", action="store_true")
     a = ap.parse_args(argv)
-    return pipe(a.source, a.target, a.topic, a.target_topic, a.partitions, a.until_end)
+    return pipe(a.source, a.target, a.topic, a.target_prefix, a.partitions, a.until_end)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,13 @@ produce timestamp is one sample. p50/p99 over the samples.
 
 Memory: peak RSS of each system's process tree (sampled every 250 ms), per phase.
 Systems run one after another, never at the same time.
+
+``one_start`` (what ``--quick`` uses, to prove the benchmark works in well under the time
+nine start-ups take): every system is started once, all at the same time, on topics of its
+own (a backlog topic per size and a latency topic), in its continuous mode; then, one system
+at a time, each backlog is produced and copied while the system runs, and the latency is
+measured. Start-ups overlap and backlogs are copied as they are produced, so these figures
+prove the plumbing, not a comparison.
 """
 
 from __future__ import annotations
@@ -70,10 +77,22 @@ def backlog_phase(system: System, topic: str, partitions: int, size: int, source
 
 
 def latency_phase(system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float) -> dict:
-    east, west = system.source, system.target
-    ensure_topic(AdminClient(client_config(east)), topic, partitions)
+    ensure_topic(AdminClient(client_config(system.source)), topic, partitions)
     system.start(topic, partitions, continuous=True)
     rss = PeakRss(system.pid).start()
+    try:
+        r = measure_latency(system, topic, partitions, rate, seconds, warmup, timeout)
+    finally:
+        system.stop()
+        peak = rss.stop()
+    r["peak_rss_mb"] = _mb(peak)
+    return r
+
+
+def measure_latency(system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float) -> dict:
+    """Ping ``topic`` until the running system copies a record, then a steady load; the
+    figures (``peak_rss_mb`` is filled in by the caller)."""
+    east, west = system.source, system.target
     probe = load.ArrivalProbe(west, system.target_topic(topic), partitions)
     steady = None
     try:
@@ -103,16 +122,99 @@ def latency_phase(system: System, topic: str, partitions: int, rate: float, seco
         if steady is not None and steady.is_alive():
             steady.stop()
         probe.stop()
-        system.stop()
-        peak = rss.stop()
     lat = probe.latencies
     return {"p50_ms": load.percentile(lat, 0.50), "p99_ms": load.percentile(lat, 0.99), "samples": len(lat),
-            "sent": steady.sent, "peak_rss_mb": _mb(peak)}
+            "sent": steady.sent, "peak_rss_mb": None}
+
+
+def one_start_phases(sys_objs: list[System], run: str, records: int, sizes: list[int], partitions: int, latency_rate: int,
+                     latency_seconds: float, warmup_seconds: float, timeout: float, say=print) -> dict[str, dict[str, dict]]:
+    """Every system started once (all together), then each one's backlogs and latency in turn."""
+    e_admin = AdminClient(client_config(sys_objs[0].source))
+    topics = {s.name: {**{f"s{size}": f"{run}.{s.name}.s{size}" for size in sizes}, "latency": f"{run}.{s.name}.lat"} for s in sys_objs}
+    for per in topics.values():
+        for t in per.values():
+            ensure_topic(e_admin, t, partitions)
+    results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
+    started, rss = {}, {}
+    try:
+        for s in sys_objs:
+            started[s.name] = time.monotonic()
+            s.start(list(topics[s.name].values()), partitions, continuous=True)
+            rss[s.name] = PeakRss(s.pid).start()
+        up = _wait_until_copying(sys_objs, {s.name: topics[s.name]["latency"] for s in sys_objs}, partitions, timeout)
+        for s in sys_objs:
+            for size in sizes:
+                topic = topics[s.name][f"s{size}"]
+                try:
+                    r = _backlog_while_running(s, topic, partitions, size, records, timeout)
+                    r["startup_seconds"] = round(up[s.name] - started[s.name], 2)
+                except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
+                    r = failed(BACKLOG_METRICS, e, records=records, complete=False)
+                results[s.name][f"s{size}"] = r
+                say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, copied {r['copied']}/{r['records']} (one start)")
+            try:
+                r = measure_latency(s, topics[s.name]["latency"], partitions, latency_rate, latency_seconds, warmup_seconds, timeout)
+            except Exception as e:  # noqa: BLE001 - as above
+                r = failed(LATENCY_METRICS, e)
+            results[s.name]["latency"] = r
+            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (one start)")
+    finally:
+        for s in sys_objs:
+            s.stop()
+    for s in sys_objs:
+        peak = _mb(rss[s.name].stop()) if s.name in rss else None
+        for r in results[s.name].values():
+            r["peak_rss_mb"] = peak
+    return results
+
+
+def _wait_until_copying(systems: list[System], topics: dict[str, str], partitions: int, timeout: float) -> dict[str, float]:
+    """Ping each system's ``topics[name]`` until a record arrives on its target; returns when
+    (monotonic) each did. All at once, so no system's start-up waits for another's."""
+    pinger = load.producer(systems[0].source, **{"linger.ms": 0})
+    deadline = time.monotonic() + timeout
+    probes: dict[str, load.ArrivalProbe] = {}
+    up: dict[str, float] = {}
+    try:
+        while len(up) < len(systems):
+            for s in systems:
+                if s.name in up:
+                    continue
+                if not s.alive() or time.monotonic() > deadline:
+                    raise RuntimeError(f"{s.name}: no record came through within {timeout:.0f}s\n{s.log_tail()}")
+                probe = probes.get(s.name)
+                if probe is None and load.topic_exists(s.target, s.target_topic(topics[s.name])):
+                    probe = probes[s.name] = load.ArrivalProbe(s.target, s.target_topic(topics[s.name]), partitions)
+                    probe.start()
+                if probe is not None and probe.seen:
+                    up[s.name] = time.monotonic()
+                    continue
+                pinger.produce(topics[s.name], key=b"ping", value=b"ping")
+            pinger.flush(10)
+            time.sleep(0.2)
+        return up
+    finally:
+        for probe in probes.values():
+            probe.stop()
+
+
+def _backlog_while_running(system: System, topic: str, partitions: int, size: int, records: int, timeout: float) -> dict:
+    t0 = time.monotonic()
+    load.produce_backlog(system.source, topic, records, size, partitions)
+    ends = load.end_offsets(AdminClient(client_config(system.source)), topic, partitions)
+    tl = load.watch_arrivals(system.target, system.target_topic(topic), partitions,
+                             lambda total: system.done(topic, partitions, ends, total), t0, timeout, alive=system.alive)
+    copied = load.count_records(system.target, system.target_topic(topic), partitions)
+    window = max(tl.done - tl.first, 1e-3)
+    return {"records_per_s": round(records / window), "mb_per_s": round(records * size / window / 1e6, 2),
+            "copy_seconds": round(window, 2), "startup_seconds": None, "records": records, "copied": copied,
+            "complete": copied == records, "peak_rss_mb": None}
 
 
 def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,
               latency_rate: int = 5000, latency_seconds: float = 30.0, warmup_seconds: float = 5.0,
-              systems: tuple[str, ...] = ("ours", "mm2", "rawpipe"), timeout: float = 900.0, say=print) -> dict:
+              systems: tuple[str, ...] = ("ours", "mm2", "rawpipe"), timeout: float = 900.0, say=print, one_start: bool = False) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
     east = cfg.cluster("east")
@@ -120,6 +222,12 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
     workdir = Path(workdir) / run
     sys_objs = make_systems(systems, cfg, Path(config_path), workdir)
     e_admin = AdminClient(client_config(east))
+    params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
+              "latency_seconds": latency_seconds}
+    if one_start:
+        results = one_start_phases(sys_objs, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
+                                   min(timeout, 300), say)
+        return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
     results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
     for size in sizes:
         topic = f"{run}.s{size}"
@@ -146,6 +254,4 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
             say(f"[bench] {s.name:<8} latency: FAILED: {r['error']}")
         results[s.name]["latency"] = r
         say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms ({r['samples']:,} samples), peak RSS {r['peak_rss_mb']} MB")
-    params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
-              "latency_seconds": latency_seconds}
     return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)

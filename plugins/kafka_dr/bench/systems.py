@@ -3,7 +3,8 @@
 Each replicates one source topic of the lab's ``east`` into a target topic of its own on
 ``west`` (so runs never interfere): ours into the same name (provenance policy, as the lab's
 flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy), the raw pipe into
-``raw.<topic>``. ``start(topic, continuous)`` launches the system as its own process (tree),
+``raw.<topic>``. ``start(topics, continuous)`` launches the system as its own process (tree)
+for one topic or several,
 ``done(...)`` says whether a backlog is completely copied, ``stop()`` ends it.
 """
 
@@ -45,7 +46,7 @@ class System:
     def target_topic(self, topic: str) -> str:
         raise NotImplementedError
 
-    def start(self, topic: str, partitions: int, continuous: bool) -> None:
+    def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
         raise NotImplementedError
 
     @property
@@ -95,18 +96,20 @@ class Ours(System):
     def target_topic(self, topic: str) -> str:
         return topic
 
-    def _write_config(self, topic: str) -> Path:
+    def _write_config(self, topics: list[str]) -> Path:
         doc = yaml.safe_load(Path(self.config_path).read_text())
         flow = next(f for f in doc["flows"] if f["source"] == "east" and f["target"] == "west")
-        flow["topics"] = {"allow": [re.escape(topic)]}
+        flow["topics"] = {"allow": [re.escape(t) for t in topics]}
         doc["flows"] = [flow]
         doc.pop("schema_mirror", None)
-        path = self.workdir / f"kafka-dr-{topic}.yaml"
+        path = self.workdir / f"kafka-dr-{topics[0]}.yaml"
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
 
-    def start(self, topic: str, partitions: int, continuous: bool) -> None:
-        path = self._write_config(topic)
+    def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
+        topics = [topics] if isinstance(topics, str) else topics
+        topic = topics[0]
+        path = self._write_config(topics)
         self._flow_cfg = load_config(path)
         self._stop_file.unlink(missing_ok=True)
         cmd = [sys.executable, "-c", "import sys; from kafka_dr.spark.job import main; sys.exit(main())",
@@ -155,10 +158,12 @@ class Mm2(System):
     def target_topic(self, topic: str) -> str:
         return f"{self.source.name}.{topic}"
 
-    def start(self, topic: str, partitions: int, continuous: bool) -> None:
-        self.settings.tasks = partitions
-        self.settings.run_id = f"kafka-dr-bench-mm2.{topic}"
-        self.mm = MirrorMaker2(self.workdir / topic, self.source, self.target, re.escape(topic), self.settings).start()
+    def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
+        topics = [topics] if isinstance(topics, str) else topics
+        self.settings.tasks = partitions * len(topics)
+        self.settings.run_id = f"kafka-dr-bench-mm2.{topics[0]}"
+        self.mm = MirrorMaker2(self.workdir / topics[0], self.source, self.target, "|".join(re.escape(t) for t in topics),
+                               self.settings).start()
         self.proc = self.mm.proc
 
     def log_tail(self, n: int = 30) -> str:
@@ -172,12 +177,14 @@ class RawPipe(System):
     def target_topic(self, topic: str) -> str:
         return f"raw.{topic}"
 
-    def start(self, topic: str, partitions: int, continuous: bool) -> None:
-        ensure_topic(self._t_admin, self.target_topic(topic), partitions)
+    def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
+        topics = [topics] if isinstance(topics, str) else topics
+        for t in topics:
+            ensure_topic(self._t_admin, self.target_topic(t), partitions)
         cmd = [sys.executable, "-m", "kafka_dr.bench.rawpipe", "--source", self.source.bootstrap_servers,
-               "--target", self.target.bootstrap_servers, "--topic", topic, "--target-topic", self.target_topic(topic),
+               "--target", self.target.bootstrap_servers, *[a for t in topics for a in ("--topic", t)], "--target-prefix", "raw.",
                "--partitions", str(partitions), *([] if continuous else ["--until-end"])]
-        self._spawn(cmd, f"rawpipe-{topic}.log")
+        self._spawn(cmd, f"rawpipe-{topics[0]}.log")
 
 
 def wait_exit(system: System, timeout: float) -> None:

@@ -30,7 +30,7 @@ from kafka_dr.core.provenance import (
     ORIGIN_TOPIC,
     COPY_FLAGS,
     Headers,
-    provenance_headers,
+    provenance_appender,
     with_copy_flags,
 )
 
@@ -63,17 +63,24 @@ class Router:
         if self.policy is LoopPolicy.PROVENANCE:
             local_only = self.flow.provenance_rule is ProvenanceRule.LOCAL_ONLY
             target_b = target.encode()
+            add = provenance_appender(source)
 
             def provenance(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
+                if headers:
+                    for k, _ in headers:
+                        if k == ORIGIN:
+                            return forwarded(headers, topic)
+                return add(headers, topic, partition, offset, now_ms)
+
+            def forwarded(headers: Headers, topic: str):
+                """A record that was itself replicated to the source: copy it on, or not."""
                 origin = None
                 origin_topic = None
-                for k, v in headers or ():
+                for k, v in headers:
                     if k == ORIGIN and origin is None:
                         origin = v or b""
                     elif k == ORIGIN_TOPIC and origin_topic is None:
                         origin_topic = v
-                if origin is None:
-                    return [*(headers or ()), *provenance_headers(source, topic, partition, offset, now_ms)]
                 if local_only:
                     return None
                 # Replicator's default: never write a record back to the topic it started in.
@@ -85,16 +92,19 @@ class Router:
 
         if self.policy is LoopPolicy.PREFIX:
 
+            add = provenance_appender(source)
+
             def prefix(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
                 if headers and any(k == ORIGIN for k, _ in headers):
                     return list(headers)
-                return [*(headers or ()), *provenance_headers(source, topic, partition, offset, now_ms)]
+                return add(headers, topic, partition, offset, now_ms)
 
             return prefix
 
         level = self.level
         assert level is not None, "copy_flags router without a level"
         mask, bit = level.mask, level.bit
+        add = provenance_appender(source)
 
         def copy_flags(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
             flags = None
@@ -107,9 +117,7 @@ class Router:
             flags = flags or 0
             if flags & mask:
                 return None
-            out = list(headers or ())
-            if not has_origin:
-                out += provenance_headers(source, topic, partition, offset, now_ms)
+            out = list(headers or ()) if has_origin else add(headers, topic, partition, offset, now_ms)
             return with_copy_flags(out, flags | bit)
 
         return copy_flags

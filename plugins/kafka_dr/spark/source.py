@@ -47,6 +47,10 @@ FIELDS = [f.strip().split(" ")[0] for f in SCHEMA.split(",")]
 
 _copiers: dict[tuple, object] = {}
 
+#: how long after its end a streaming task waits for a partition's thread: longer than the
+#: slowest legitimate chunk commit (flush up to 120 s, offsets 30 s, commit 60 s)
+STUCK_SECONDS = 240.0
+
 
 def _load(options: dict) -> tuple:
     from kafka_dr.core.config_load import load_config
@@ -170,6 +174,14 @@ class ReplicationStreamReader(DataSourceStreamReader):
         for d in rows:
             yield tuple(d[f] for f in FIELDS)
 
+    def _copier_key(self, stream_key: tuple = ()) -> tuple:
+        o = self.options
+        return (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"), o.get("chunk_records", "50000"),
+                *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()))
+
+    def _forget_copier(self, stream_key: tuple) -> None:
+        _copiers.pop(self._copier_key(stream_key), None)
+
     def _copier(self, stream_key: tuple = ()):
         """This Python worker's copier for these options (a streaming task's: one per partition,
         as each thread needs its own consumer). Keyed by the config file's mtime too (a rewritten
@@ -178,8 +190,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.kafka.copier import RangeCopier
 
         o = self.options
-        key = (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"), o.get("chunk_records", "50000"),
-               *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()))
+        key = self._copier_key(stream_key)
         copier = _copiers.get(key)
         if copier is None:
             cfg, flow = _load(o)
@@ -224,8 +235,21 @@ class ReplicationStreamReader(DataSourceStreamReader):
                    for i, r in enumerate(part.ranges)]
         for t in threads:
             t.start()
+        hard = deadline + STUCK_SECONDS
         for t in threads:
-            t.join()
+            t.join(max(0.0, hard - time.monotonic()))
+        stuck = [r for t, r in zip(threads, part.ranges) if t.is_alive()]
+        if stuck:
+            # librdkafka's transactional calls can outlive their timeouts when the transaction
+            # coordinator restarts mid-call (seen: commit_transaction(60) returned after 10 min).
+            # Fail the task so the job restarts the query; the copiers stay behind, and fresh
+            # ones (init_transactions) fence their producers.
+            failed.set()
+            for topic, p, _, _ in stuck:
+                self._forget_copier((topic, p))
+            names = ", ".join(f"{topic}[{p}]" for topic, p, _, _ in stuck)
+            raise RuntimeError(f"flow {self.options['flow']}: {names}: a Kafka call did not return {STUCK_SECONDS:.0f}s after the "
+                               f"streaming task's end (a transaction call hung while the target restarted?); restarting the query")
         if errors:
             raise errors[0]
         return [results[i] for i in range(len(part.ranges))]
