@@ -110,6 +110,10 @@ class _BelowLogStart(Exception):
         self.result: RangeResult | None = None
 
 
+#: client errors that mean a connection to the cluster was lost
+CONNECTION_LOST = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
+
+
 class ProducerLost(RuntimeError):
     """This copier's producer was fenced or failed fatally; a fresh one can redo the range."""
 
@@ -179,6 +183,7 @@ class RangeCopier:
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self._producers: dict[tuple[str, int], Producer] = {}
         self._failures: dict[tuple[str, int], list[KafkaError]] = {}  #: delivery failures of chunks that were not precise
+        self._connection_lost: dict[tuple[str, int], list[KafkaError]] = {}  #: the producer lost the target since it was made
         self._source: Consumer | None = None
         self._meta: Consumer | None = None
 
@@ -211,6 +216,12 @@ class RangeCopier:
             # needs every record's target offset, so it keeps all reports.
             conf["delivery.report.only.error"] = self.seed_map_topic is None
             conf["on_delivery"] = lambda err, _msg: box.append(err) if err is not None and not box else None
+            # A lost connection to the target marks this producer: its next chunk is redone by a
+            # fresh one. librdkafka (2.16, issue #5511) can keep a restarted broker's retired
+            # handle as the group coordinator, and send_offsets_to_transaction then hangs
+            # (reproduced: 10 minutes, every partition, on each target restart).
+            lost = self._connection_lost[key] = []
+            conf["error_cb"] = lambda err: lost.append(err) if err.code() in CONNECTION_LOST and not lost else None
             p = Producer(conf)
             p.init_transactions(30)
             self._producers[key] = p
@@ -271,7 +282,7 @@ class RangeCopier:
         once ``until()`` is true (an :data:`OPEN` range only stops that way). The result's
         ``end`` is then where the copy stopped."""
         t0 = time.monotonic()
-        fresh_producer_tried = False
+        fresh_producers = 2  # redos with a fresh producer (fenced by another worker, or lost the target)
         log_start: int | None = None  # read only when needed (see _copy)
         partial: RangeResult | None = None
         for _ in range(5):
@@ -285,12 +296,13 @@ class RangeCopier:
                 # Fenced, fatal or mid-transaction: a fresh producer (init_transactions) is the
                 # one state known to be clean.
                 self._drop_producer(spec.topic, spec.partition)
-                if not fresh_producer_tried and _producer_lost(e):
+                if fresh_producers > 0 and _producer_lost(e):
                     # another worker's copier took over this partition's transactional id; a
                     # fresh producer fences it back and the range resumes from committed progress
                     log.warning("flow %s: %s[%d]: producer fenced or failed (%s); redoing the range with a fresh one",
                                 self.flow.name, spec.topic, spec.partition, e)
-                    fresh_producer_tried = True
+                    fresh_producers -= 1
+                    partial = getattr(e, "partial_result", partial)
                     continue
                 raise
         raise RuntimeError(f"flow {self.flow.name}: {self.flow.source}/{spec.topic}[{spec.partition}]: the log start kept moving past "
@@ -334,6 +346,10 @@ class RangeCopier:
         source.assign([TopicPartition(spec.topic, spec.partition, start)])
         try:
             latencies, reached = self._run_chunks(spec, producer, source, start, result, until)
+        except Exception as e:
+            if _producer_lost(e):
+                e.partial_result = result  # the redo goes on counting what this attempt committed
+            raise
         finally:
             source.unassign()
         result.end = reached
@@ -569,6 +585,11 @@ class RangeCopier:
             if producer.flush(60):
                 self._abort(producer)
                 raise TimeoutError(f"flow {self.flow.name}: seed map of {spec.topic}[{spec.partition}] not acknowledged; rolled back")
+        if self._connection_lost.get((spec.topic, spec.partition)):
+            self._abort(producer)
+            raise ProducerLost(f"flow {self.flow.name}: the producer for {spec.topic}[{spec.partition}] lost its connection to "
+                               f"{self.flow.target} ({self._connection_lost[(spec.topic, spec.partition)][0].str()}); offsets "
+                               f"{chunk.first_offset}..{next_offset - 1} rolled back, redone by a fresh producer")
         meta = encode_metadata(spec.topic, int(self.clock() * 1000))
         producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)
         producer.commit_transaction(60)
