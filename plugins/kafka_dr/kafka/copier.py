@@ -185,6 +185,7 @@ class RangeCopier:
         self._failures: dict[tuple[str, int], list[KafkaError]] = {}  #: delivery failures of chunks that were not precise
         self._connection_lost: dict[tuple[str, int], list[KafkaError]] = {}  #: the producer lost the target since it was made
         self._source: Consumer | None = None
+        self._kept: tuple[str, int, int] | None = None  #: (topic, partition, next offset) still assigned after an open range
         self._meta: Consumer | None = None
 
     # --- clients ---------------------------------------------------------------------
@@ -265,6 +266,7 @@ class RangeCopier:
             if c is not None:
                 c.close()
         self._source = self._meta = None
+        self._kept = None
 
     # --- progress ----------------------------------------------------------------------
 
@@ -343,7 +345,13 @@ class RangeCopier:
             result.seconds = time.monotonic() - t0
             return result
 
-        source.assign([TopicPartition(spec.topic, spec.partition, start)])
+        # An open range (a streaming task) leaves its partition assigned when it ends: the next
+        # task's range starts where it stopped, and the records fetched in between are kept
+        # (re-assigning cost ~1-2 s before the first fetch, a pause at every task boundary).
+        if self._kept != (spec.topic, spec.partition, start):
+            source.assign([TopicPartition(spec.topic, spec.partition, start)])
+        self._kept = None
+        reached = None
         try:
             latencies, reached = self._run_chunks(spec, producer, source, start, result, until)
         except Exception as e:
@@ -351,7 +359,10 @@ class RangeCopier:
                 e.partial_result = result  # the redo goes on counting what this attempt committed
             raise
         finally:
-            source.unassign()
+            if reached is not None and spec.end == OPEN:
+                self._kept = (spec.topic, spec.partition, reached)
+            else:
+                source.unassign()
         result.end = reached
         _, high = source.get_watermark_offsets(TopicPartition(spec.topic, spec.partition), cached=True)  # from the last fetch
         result.lag = max(0, high - reached)
