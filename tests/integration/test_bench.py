@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab):
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--quick", "--dir", str(lab.root)],
-                          capture_output=True, text=True, timeout=1800)  # start-ups dominate: ~3 min quiet, >10 min at load 25
+                          capture_output=True, text=True, timeout=1800)  # one start per system: 68 s quiet, minutes at load
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     lines = proc.stdout.strip().splitlines()
     figures = json.loads(lines[-1])
