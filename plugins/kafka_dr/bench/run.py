@@ -68,12 +68,16 @@ def backlog_phase(system: System, topic: str, partitions: int, size: int, source
     finally:
         system.stop()
         peak = rss.stop()
-    records = sum(source_ends)
-    copied = load.count_records(west, system.target_topic(topic), partitions)
+    return {**_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
+            "startup_seconds": round(tl.first - started, 2), "peak_rss_mb": _mb(peak)}
+
+
+def _copy_figures(system: System, topic: str, partitions: int, size: int, records: int, tl: load.Timeline) -> dict:
+    """Throughput over the copy window, and the copy counted as a ``read_committed`` reader sees it."""
+    copied = load.count_records(system.target, system.target_topic(topic), partitions)
     window = max(tl.done - tl.first, 1e-3)
     return {"records_per_s": round(records / window), "mb_per_s": round(records * size / window / 1e6, 2),
-            "copy_seconds": round(window, 2), "startup_seconds": round(tl.first - started, 2), "records": records,
-            "copied": copied, "complete": copied == records, "peak_rss_mb": _mb(peak)}
+            "copy_seconds": round(window, 2), "records": records, "copied": copied, "complete": copied == records}
 
 
 def latency_phase(system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float) -> dict:
@@ -205,11 +209,7 @@ def _backlog_while_running(system: System, topic: str, partitions: int, size: in
     ends = load.end_offsets(AdminClient(client_config(system.source)), topic, partitions)
     tl = load.watch_arrivals(system.target, system.target_topic(topic), partitions,
                              lambda total: system.done(topic, partitions, ends, total), t0, timeout, alive=system.alive)
-    copied = load.count_records(system.target, system.target_topic(topic), partitions)
-    window = max(tl.done - tl.first, 1e-3)
-    return {"records_per_s": round(records / window), "mb_per_s": round(records * size / window / 1e6, 2),
-            "copy_seconds": round(window, 2), "startup_seconds": None, "records": records, "copied": copied,
-            "complete": copied == records, "peak_rss_mb": None}
+    return {**_copy_figures(system, topic, partitions, size, records, tl), "startup_seconds": None, "peak_rss_mb": None}
 
 
 def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,

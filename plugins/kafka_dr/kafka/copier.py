@@ -102,12 +102,7 @@ PRODUCER_LOST = {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT, KafkaError
 
 
 class _BelowLogStart(Exception):
-    """The source answered "offset out of range": its log now starts after our position.
-    Carries the range's result so far (chunks already committed stay counted)."""
-
-    def __init__(self) -> None:
-        super().__init__("offset out of range on the source")
-        self.result: RangeResult | None = None
+    """The source answered "offset out of range": its log now starts after our position."""
 
 
 #: client errors that mean a connection to the cluster was lost
@@ -143,6 +138,23 @@ class _Chunk:
                 self.error, self.error_offset = err, src
         else:
             self.pairs.append((src, msg.offset()))
+
+
+@dataclass
+class _Reports:
+    """What one producer's callbacks reported: the first delivery failure of the current chunk
+    (error-only delivery reports) and the first lost connection to the target."""
+
+    failures: list = field(default_factory=list)
+    lost: list = field(default_factory=list)
+
+    def delivery(self, err: KafkaError | None, _msg) -> None:
+        if err is not None and not self.failures:
+            self.failures.append(err)
+
+    def error(self, err: KafkaError) -> None:
+        if err.code() in CONNECTION_LOST and not self.lost:
+            self.lost.append(err)
 
 
 class RangeCopier:
@@ -182,8 +194,7 @@ class RangeCopier:
         self.seed_map_topic = seed_map_topic
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self._producers: dict[tuple[str, int], Producer] = {}
-        self._failures: dict[tuple[str, int], list[KafkaError]] = {}  #: delivery failures of chunks that were not precise
-        self._connection_lost: dict[tuple[str, int], list[KafkaError]] = {}  #: the producer lost the target since it was made
+        self._reports: dict[tuple[str, int], _Reports] = {}  #: what each producer's callbacks reported
         self._source: Consumer | None = None
         self._kept: tuple[str, int, int] | None = None  #: (topic, partition, next offset) still assigned after an open range
         self._meta: Consumer | None = None
@@ -210,23 +221,21 @@ class RangeCopier:
                     **self.producer_overrides,
                 },
             )
-            box: list = []
+            reports = self._reports[key] = _Reports()
             # Delivery reports only for failures (librdkafka): a per-record Python callback
-            # was a fifth of a copy's time. A failure lands in the box; the chunk is then
-            # redone with per-record callbacks to name the record (_run_chunks). A seed map
-            # needs every record's target offset, so it keeps all reports.
+            # was a fifth of a copy's time. A failure is noted; the chunk is then redone with
+            # per-record callbacks to name the record (_run_chunks). A seed map needs every
+            # record's target offset, so it keeps all reports.
             conf["delivery.report.only.error"] = self.seed_map_topic is None
-            conf["on_delivery"] = lambda err, _msg: box.append(err) if err is not None and not box else None
+            conf["on_delivery"] = reports.delivery
             # A lost connection to the target marks this producer: its next chunk is redone by a
             # fresh one. librdkafka (2.16, issue #5511) can keep a restarted broker's retired
             # handle as the group coordinator, and send_offsets_to_transaction then hangs
             # (reproduced: 10 minutes, every partition, on each target restart).
-            lost = self._connection_lost[key] = []
-            conf["error_cb"] = lambda err: lost.append(err) if err.code() in CONNECTION_LOST and not lost else None
+            conf["error_cb"] = reports.error
             p = Producer(conf)
             p.init_transactions(30)
             self._producers[key] = p
-            self._failures[key] = box
         return p
 
     def _drop_producer(self, topic: str, partition: int) -> None:
@@ -293,7 +302,7 @@ class RangeCopier:
             except _BelowLogStart as e:
                 # the source deleted records at or after our position (retention outran
                 # replication): read where its log starts now and redo from committed progress
-                log_start, partial = self._log_start(spec), e.result
+                log_start, partial = self._log_start(spec), getattr(e, "partial_result", partial)
             except Exception as e:
                 # Fenced, fatal or mid-transaction: a fresh producer (init_transactions) is the
                 # one state known to be clean.
@@ -355,7 +364,7 @@ class RangeCopier:
         try:
             latencies, reached = self._run_chunks(spec, producer, source, start, result, until)
         except Exception as e:
-            if _producer_lost(e):
+            if isinstance(e, _BelowLogStart) or _producer_lost(e):
                 e.partial_result = result  # the redo goes on counting what this attempt committed
             raise
         finally:
@@ -383,7 +392,7 @@ class RangeCopier:
         the chunk is redone from its first offset, routing that record to the dead-letter topic.
         """
         group_meta = self._progress_consumer().consumer_group_metadata()
-        failures = self._failures[(spec.topic, spec.partition)]
+        failures = self._reports[(spec.topic, spec.partition)].failures
         latencies: list[int] = []
         dead: dict[int, str] = {}
         next_offset = start
@@ -392,11 +401,7 @@ class RangeCopier:
             chunk = _Chunk(first_offset=next_offset, precise=precise)
             failures.clear()
             producer.begin_transaction()
-            try:
-                next_offset, done, counts = self._fill_chunk(spec, producer, source, chunk, dead, latencies, until)
-            except _BelowLogStart as e:
-                e.result = result
-                raise
+            next_offset, done, counts = self._fill_chunk(spec, producer, source, chunk, dead, latencies, until)
             if next_offset == chunk.first_offset and not failures:
                 producer.commit_transaction(30)  # nothing read (an idle open range): an empty transaction ends locally
                 continue
@@ -468,7 +473,7 @@ class RangeCopier:
                         continue
                     self._abort(producer)
                     if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                        raise _BelowLogStart()
+                        raise _BelowLogStart("offset out of range on the source")
                     raise RuntimeError(f"flow {self.flow.name}: reading {topic}[{partition}] at offset {next_offset}: {err.str()}")
                 off = msg.offset()
                 if off >= end:
@@ -527,10 +532,8 @@ class RangeCopier:
         """Queue one record; returns the reason when librdkafka refuses it on the spot."""
         while True:
             try:
-                if cb is None:
-                    producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts)
-                else:
-                    producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts, on_delivery=cb)
+                producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts,
+                                 **({} if cb is None else {"on_delivery": cb}))
                 return None
             except BufferError:
                 producer.poll(0.05)
@@ -596,10 +599,11 @@ class RangeCopier:
             if producer.flush(60):
                 self._abort(producer)
                 raise TimeoutError(f"flow {self.flow.name}: seed map of {spec.topic}[{spec.partition}] not acknowledged; rolled back")
-        if self._connection_lost.get((spec.topic, spec.partition)):
+        lost = self._reports[(spec.topic, spec.partition)].lost
+        if lost:
             self._abort(producer)
             raise ProducerLost(f"flow {self.flow.name}: the producer for {spec.topic}[{spec.partition}] lost its connection to "
-                               f"{self.flow.target} ({self._connection_lost[(spec.topic, spec.partition)][0].str()}); offsets "
+                               f"{self.flow.target} ({lost[0].str()}); offsets "
                                f"{chunk.first_offset}..{next_offset - 1} rolled back, redone by a fresh producer")
         meta = encode_metadata(spec.topic, int(self.clock() * 1000))
         producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)

@@ -2,10 +2,10 @@
 
 ``incremental`` copies what is there (``trigger(availableNow=True)``) and returns;
 ``continuous`` runs micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop
-file, finishing the batch in flight before it stops. A continuous flow's micro-batches are
-streaming tasks (``task_seconds``, see :mod:`kafka_dr.spark.source`): records are committed
-every ``commit_seconds`` as they arrive; a stop reaches the tasks through a marker file. A failed query (a cluster unreachable,
-say) is restarted with exponential backoff up to ``max_restarts`` times; every restart resumes
+file, finishing the batch in flight before it stops. With ``task_seconds`` > 0 (opt-in) a
+continuous flow's micro-batches are streaming tasks (see :mod:`kafka_dr.spark.source`):
+records are committed every ``commit_seconds`` as they arrive, and a stop reaches the tasks
+through a marker file. A failed query (a cluster unreachable, say) is restarted with exponential backoff up to ``max_restarts`` times; every restart resumes
 from the progress committed in Kafka, so nothing is lost or copied twice.
 
 Each micro-batch's per-partition results are logged as one JSON line each
