@@ -21,6 +21,13 @@ def progress_group(internal_prefix: str, flow: str) -> str:
     return f"{internal_prefix}.progress.{flow}"
 
 
+def transactional_id(internal_prefix: str, flow: str, source_topic: str, partition: int) -> str:
+    """The copier's ``transactional.id`` for one source partition: fixed, so a new producer
+    fences every earlier one (zombies included), and the only producer id that commits this
+    partition's progress."""
+    return f"{internal_prefix}.{flow}.{source_topic}.{partition}"
+
+
 def encode_metadata(source_topic: str, updated_ms: int) -> str:
     return json.dumps({"src": source_topic, "ts": updated_ms}, separators=(",", ":"))
 

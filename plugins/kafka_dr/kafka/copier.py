@@ -33,8 +33,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import Transform, router_for
-from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset
+from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, transactional_id
 from kafka_dr.kafka.clients import SecretResolver, client_config
+from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, unstable
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +209,7 @@ class RangeCopier:
             conf = client_config(
                 self.cfg.cluster(self.flow.target), self.resolve,
                 **{
-                    "transactional.id": f"{self.cfg.internal_prefix}.{self.flow.name}.{topic}.{partition}",
+                    "transactional.id": transactional_id(self.cfg.internal_prefix, self.flow.name, topic, partition),
                     "enable.idempotence": True,
                     "acks": "all",
                     "linger.ms": 10,
@@ -279,9 +280,31 @@ class RangeCopier:
 
     # --- progress ----------------------------------------------------------------------
 
-    def committed(self, target_topic: str, partition: int) -> int | None:
-        """The committed next source offset for this partition, or ``None`` if none."""
-        tp = committed_with_retry(self._progress_consumer(), [TopicPartition(target_topic, partition)], 60)[0]
+    def committed(self, spec: RangeSpec) -> int | None:
+        """The committed next source offset for this partition, or ``None`` if none.
+
+        Called after this partition's producer exists (``init_transactions`` aborted anything of
+        ours still open), so a read that stays unstable is an orphaned pending commit: it is
+        cleared with the producer's id (:mod:`kafka_dr.kafka.orphaned_offsets`), then read again."""
+        consumer, tps = self._progress_consumer(), [TopicPartition(spec.target_topic, spec.partition)]
+        try:
+            tp = committed_with_retry(consumer, tps, UNSTABLE_SECONDS)[0]
+        except KafkaException as e:
+            if not unstable(e):
+                raise
+            log.warning("flow %s: progress of %s[%d] on %s stayed unstable for %.0fs (a pending transactional commit no "
+                        "transaction owns?); clearing it with an aborted transaction of the same transactional id",
+                        self.flow.name, spec.target_topic, spec.partition, self.flow.target, UNSTABLE_SECONDS)
+            abort_offsets_transaction(self._producer(spec.topic, spec.partition), consumer.consumer_group_metadata(), tps)
+            try:
+                tp = committed_with_retry(consumer, tps, 60)[0]
+            except KafkaException as again:
+                if not unstable(again):
+                    raise
+                raise ProgressUnstable(
+                    f"flow {self.flow.name}: progress of {self.flow.target}/{spec.target_topic}[{spec.partition}] stays unstable after "
+                    f"this flow's own pending commit was cleared: another producer's transaction holds it (kafka-transactions.sh "
+                    f"find-hanging / abort on {self.flow.target})") from None
         if tp.error is not None:
             raise KafkaException(tp.error)
         return tp.offset if tp.offset >= 0 else None
@@ -334,7 +357,7 @@ class RangeCopier:
         micro-batch of a continuous flow is mostly such fixed costs."""
         producer = self._producer(spec.topic, spec.partition)  # fences zombies first
         source = self._source_consumer()
-        committed = self.committed(spec.target_topic, spec.partition)
+        committed = self.committed(spec)
         if committed is None and log_start is None:
             log_start = self._log_start(spec)
         low = log_start if log_start is not None else 0
@@ -644,6 +667,11 @@ def read_committed_progress(cfg: DrConfig, flow: FlowConfig, partitions: list[tu
     try:
         tps = committed_with_retry(c, [TopicPartition(t, p) for t, p in partitions], timeout)
     except KafkaException as e:
+        if unstable(e):
+            raise ProgressUnstable(
+                f"flow {flow.name}: reading progress on {flow.target}: no stable answer within {timeout:.0f}s for "
+                f"{', '.join(f'{t}[{p}]' for t, p in partitions[:10])}{' ...' if len(partitions) > 10 else ''} (a pending "
+                f"transactional commit no transaction owns? the replication job clears its own when it starts)") from None
         raise RuntimeError(f"flow {flow.name}: reading progress on {flow.target}: {e.args[0].str()}") from None
     finally:
         c.close()

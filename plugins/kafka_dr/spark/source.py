@@ -118,11 +118,18 @@ class ReplicationStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict:
         from kafka_dr.core.progress import lost_progress_starts
         from kafka_dr.kafka.copier import last_copied_offset, read_committed_progress
+        from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, clear_flow_orphans
 
         planner = self._plan()
         offsets = planner.earliest()
         wanted = [(planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts]
-        by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver())
+        try:
+            by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver(), timeout=UNSTABLE_SECONDS)
+        except ProgressUnstable:
+            # an orphaned pending commit (see kafka_dr.kafka.orphaned_offsets): clear ours, read again
+            clear_flow_orphans(planner.cfg, planner.flow, [(t, planner.target_topic(t), int(p)) for t, parts in offsets.items()
+                                                           for p in parts], _resolver())
+            by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver())
         missing = {}
         for topic, parts in offsets.items():
             target = planner.target_topic(topic)
