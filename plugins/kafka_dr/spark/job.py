@@ -2,8 +2,8 @@
 
 ``incremental`` copies what is there (``trigger(availableNow=True)``) and returns;
 ``continuous`` runs micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop
-file, finishing the batch in flight before it stops. With ``task_seconds`` > 0 (opt-in) a
-continuous flow's micro-batches are streaming tasks (see :mod:`kafka_dr.spark.source`):
+file, finishing the batch in flight before it stops. A continuous flow's micro-batches are
+streaming tasks by default (``task_seconds`` > 0; see :mod:`kafka_dr.spark.source`):
 records are committed every ``commit_seconds`` as they arrive, and a stop reaches the tasks
 through a marker file. A failed query (a cluster unreachable, say) is restarted with exponential backoff up to ``max_restarts`` times; every restart resumes
 from the progress committed in Kafka, so nothing is lost or copied twice.
@@ -47,11 +47,10 @@ class JobOptions:
     #: large backlog over several batches; an incremental run copies one batch only.
     max_records_per_batch: int = 0
     #: continuous mode: each micro-batch is ``tasks`` streaming tasks of this many seconds
-    #: (0, the default: micro-batches of fixed offset ranges, as incremental mode runs them).
-    #: Opt-in: with a commit every 0.1 s, a target broker restart mid-commit has left the
-    #: progress group with a pending transactional offset the broker never resolved (seen in
-    #: CI; docs/replication.md), which stops the flow.
-    task_seconds: float = 0.0
+    #: (0: micro-batches of fixed offset ranges, as incremental mode runs them). The default
+    #: since the orphaned progress commit a target restart once left behind is cleared
+    #: (kafka_dr.kafka.orphaned_offsets; docs/replication.md).
+    task_seconds: float = 30.0
     tasks: int = 1
     #: streaming tasks commit a transaction per partition this often (the latency floor)
     commit_seconds: float = 0.1
@@ -303,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunk-records", type=int, default=50_000)
     p.add_argument("--max-records-per-batch", type=int, default=0,
                    help="at most this many records per source partition per micro-batch (0: no cap)")
-    p.add_argument("--task-seconds", type=float, default=0.0,
-                   help="continuous mode: run streaming tasks of this many seconds, e.g. 30 (default 0: fixed-range micro-batches)")
+    p.add_argument("--task-seconds", type=float, default=30.0,
+                   help="continuous mode: streaming tasks of this many seconds (default 30; 0: fixed-range micro-batches)")
     p.add_argument("--tasks", type=int, default=1, help="continuous mode: streaming tasks per micro-batch (partitions are shared out)")
     p.add_argument("--commit-seconds", type=float, default=0.1, help="continuous mode: a transaction per partition this often")
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")

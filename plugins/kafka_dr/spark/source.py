@@ -11,8 +11,8 @@ Offsets are ``{topic: {partition: offset}}``. The initial offset is the flow's c
 progress on the target (or the log start for a partition never copied), so the job does not
 depend on Spark's checkpoint: progress is committed in Kafka transactions with the records.
 
-Continuous flows can run *streaming tasks* (option ``task_seconds`` > 0, opt-in: see
-docs/replication.md for why it is not the default): a micro-batch is then
+Continuous flows run *streaming tasks* (option ``task_seconds`` > 0; the job's default):
+a micro-batch is then
 ``tasks`` long-running tasks, each copying its share of the partitions as records arrive
 (one thread and copier per partition, a transaction every ``commit_seconds``) for
 ``task_seconds`` or until the ``stop_marker`` file appears. Records then wait for a commit
