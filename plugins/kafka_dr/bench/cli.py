@@ -11,7 +11,7 @@ from pathlib import Path
 SYSTEMS = ("ours", "mm2", "rawpipe")
 #: --quick only proves the benchmark works (CI); the full run is what the docs report
 #: (every system started once, all together: see kafka_dr.bench.run.one_start_phases)
-QUICK = {"records": 20_000, "latency_rate": 1000, "latency_seconds": 3.0, "warmup_seconds": 1.0}
+QUICK = {"records": 5_000, "latency_rate": 1000, "latency_seconds": 2.0, "warmup_seconds": 0.5}
 FULL = {"records": 1_000_000, "latency_rate": 5000, "latency_seconds": 30.0, "warmup_seconds": 5.0}
 
 
