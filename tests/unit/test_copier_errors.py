@@ -3,17 +3,17 @@ than "the target refused the record" (a refusal stops the flow; a lost producer 
 
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_dr.kafka.copier import ProducerLost, _producer_lost
+from kafka_dr.kafka.copier import ProducerLost, producer_lost
 
 
 def test_fenced_purged_and_fatal_errors_mean_a_lost_producer():
     for code in (KafkaError._FENCED, KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT, KafkaError.PRODUCER_FENCED):
-        assert _producer_lost(KafkaException(KafkaError(code)))
-    assert _producer_lost(KafkaException(KafkaError(KafkaError._STATE, fatal=True)))
-    assert _producer_lost(ProducerLost("x"))
+        assert producer_lost(KafkaException(KafkaError(code)))
+    assert producer_lost(KafkaException(KafkaError(KafkaError._STATE, fatal=True)))
+    assert producer_lost(ProducerLost("x"))
 
 
 def test_refusals_and_other_errors_are_not_a_lost_producer():
-    assert not _producer_lost(KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)))
-    assert not _producer_lost(KafkaException(KafkaError(KafkaError.INVALID_RECORD)))
-    assert not _producer_lost(RuntimeError("anything"))
+    assert not producer_lost(KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)))
+    assert not producer_lost(KafkaException(KafkaError(KafkaError.INVALID_RECORD)))
+    assert not producer_lost(RuntimeError("anything"))

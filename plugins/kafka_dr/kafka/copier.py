@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 #: the end of an open range: copy what arrives until told to stop (continuous flows' streaming tasks)
 OPEN = 2**62
 
+#: ``on_commit(result, next_offset, new latency samples)``: see :meth:`RangeCopier.copy`
+OnCommit = Callable[["RangeResult", int, list], None]
+
 
 @dataclass(frozen=True)
 class RangeSpec:
@@ -114,7 +117,7 @@ class ProducerLost(RuntimeError):
     """This copier's producer was fenced or failed fatally; a fresh one can redo the range."""
 
 
-def _producer_lost(e: BaseException) -> bool:
+def producer_lost(e: BaseException) -> bool:
     if isinstance(e, ProducerLost):
         return True
     if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
@@ -311,17 +314,24 @@ class RangeCopier:
 
     # --- the copy ----------------------------------------------------------------------
 
-    def copy(self, spec: RangeSpec, until: Callable[[], bool] | None = None) -> RangeResult:
+    def copy(self, spec: RangeSpec, until: Callable[[], bool] | None = None, on_commit: OnCommit | None = None,
+             may_redo: Callable[[], bool] | None = None) -> RangeResult:
         """Copy ``spec``'s range; with ``until``, stop after the first transaction that ends
         once ``until()`` is true (an :data:`OPEN` range only stops that way). The result's
-        ``end`` is then where the copy stopped."""
+        ``end`` is then where the copy stopped.
+
+        ``on_commit(result, next_offset, latencies)`` is called in this thread once the start is
+        known and after every committed transaction (the running result; ``latencies`` are the
+        new samples, the callee may take them). ``may_redo()`` false: a fenced or lost producer
+        ends the copy (raised) instead of a redo with a fresh producer, which would fence the
+        newer owner of the partition back (:mod:`kafka_dr.spark.streams`)."""
         t0 = time.monotonic()
         fresh_producers = 2  # redos with a fresh producer (fenced by another worker, or lost the target)
         log_start: int | None = None  # read only when needed (see _copy)
         partial: RangeResult | None = None
         for _ in range(5):
             try:
-                return self._copy(spec, t0, log_start, partial, until)
+                return self._copy(spec, t0, log_start, partial, until, on_commit)
             except _BelowLogStart as e:
                 # the source deleted records at or after our position (retention outran
                 # replication): read where its log starts now and redo from committed progress
@@ -330,7 +340,7 @@ class RangeCopier:
                 # Fenced, fatal or mid-transaction: a fresh producer (init_transactions) is the
                 # one state known to be clean.
                 self._drop_producer(spec.topic, spec.partition)
-                if fresh_producers > 0 and _producer_lost(e):
+                if fresh_producers > 0 and producer_lost(e) and (may_redo is None or may_redo()):
                     # another worker's copier took over this partition's transactional id; a
                     # fresh producer fences it back and the range resumes from committed progress
                     log.warning("flow %s: %s[%d]: producer fenced or failed (%s); redoing the range with a fresh one",
@@ -342,12 +352,17 @@ class RangeCopier:
         raise RuntimeError(f"flow {self.flow.name}: {self.flow.source}/{spec.topic}[{spec.partition}]: the log start kept moving past "
                            f"the copy position (retention deleting faster than replication copies?)")
 
+    def lag(self, spec: RangeSpec, position: int) -> int:
+        """Source records after ``position``, by the high watermark of the last fetch (no round trip)."""
+        _, high = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), cached=True)
+        return max(0, high - position)
+
     def _log_start(self, spec: RangeSpec) -> int:
         low, _ = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=30, cached=False)
         return low
 
     def _copy(self, spec: RangeSpec, t0: float, log_start: int | None, partial: RangeResult | None,
-              until: Callable[[], bool] | None) -> RangeResult:
+              until: Callable[[], bool] | None, on_commit: OnCommit | None) -> RangeResult:
         """One attempt at the range.
 
         The source's log start is only asked for when it decides something: when there is no
@@ -373,6 +388,8 @@ class RangeCopier:
             result.lost_to_retention += low - committed
             log.error("flow %s: %s[%d] records %d..%d were deleted on the source before they were replicated",
                       self.flow.name, spec.topic, spec.partition, committed, low - 1)
+        if on_commit is not None:
+            on_commit(result, start, [])
         if start >= spec.end:
             result.seconds = time.monotonic() - t0
             return result
@@ -385,9 +402,9 @@ class RangeCopier:
         self._kept = None
         reached = None
         try:
-            latencies, reached = self._run_chunks(spec, producer, source, start, result, until)
+            latencies, reached = self._run_chunks(spec, producer, source, start, result, until, on_commit)
         except Exception as e:
-            if isinstance(e, _BelowLogStart) or _producer_lost(e):
+            if isinstance(e, _BelowLogStart) or producer_lost(e):
                 e.partial_result = result  # the redo goes on counting what this attempt committed
             raise
         finally:
@@ -396,8 +413,7 @@ class RangeCopier:
             else:
                 source.unassign()
         result.end = reached
-        _, high = source.get_watermark_offsets(TopicPartition(spec.topic, spec.partition), cached=True)  # from the last fetch
-        result.lag = max(0, high - reached)
+        result.lag = self.lag(spec, reached)
         if latencies:
             latencies.sort()
             result.latency_p50_ms = float(latencies[len(latencies) // 2])
@@ -406,7 +422,7 @@ class RangeCopier:
         return result
 
     def _run_chunks(self, spec: RangeSpec, producer: Producer, source: Consumer, start: int, result: RangeResult,
-                    until: Callable[[], bool] | None = None) -> tuple[list[int], int]:
+                    until: Callable[[], bool] | None = None, on_commit: OnCommit | None = None) -> tuple[list[int], int]:
         """Copy ``[start, end)`` in transactions of at most ``chunk_records``/``chunk_seconds``.
 
         A chunk the target refuses is aborted whole and redone *precisely* (each record with
@@ -452,6 +468,8 @@ class RangeCopier:
             for k, v in counts.items():
                 setattr(result, k, getattr(result, k) + v)
             result.transactions += 1
+            if on_commit is not None:
+                on_commit(result, next_offset, latencies)
         return latencies, next_offset
 
     def _fill_chunk(self, spec: RangeSpec, producer: Producer, source: Consumer, chunk: _Chunk, dead: dict[int, str], latencies: list[int],
@@ -561,7 +579,7 @@ class RangeCopier:
             except BufferError:
                 producer.poll(0.05)
             except KafkaException as e:
-                if _producer_lost(e):
+                if producer_lost(e):
                     raise ProducerLost(f"flow {self.flow.name}: producer for {topic}[{partition}] fenced or failed: {e.args[0].str()}") from None
                 return e.args[0].str()
 

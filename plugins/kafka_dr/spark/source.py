@@ -12,15 +12,15 @@ progress on the target (or the log start for a partition never copied), so the j
 depend on Spark's checkpoint: progress is committed in Kafka transactions with the records.
 
 Continuous flows run *streaming tasks* (option ``task_seconds`` > 0; the job's default):
-a micro-batch is then
-``tasks`` long-running tasks, each copying its share of the partitions as records arrive
-(one thread and copier per partition, a transaction every ``commit_seconds``) for
-``task_seconds`` or until the ``stop_marker`` file appears. Records then wait for a commit
-interval, not for the next micro-batch: measured, a 1 s-trigger micro-batch of fixed ranges
-gave seconds of latency, mostly per-batch fixed costs. One task (the default) keeps every
-producer in one Python worker, so no transactional id changes hands between tasks (each
-hand-over costs 50-500 ms of ``init_transactions``). A batch's Spark end offsets are then
-lower bounds of what was copied; the truth is, as always, the committed progress.
+a micro-batch is then ``tasks`` long-running tasks, each attached for ``task_seconds`` to
+background copies of its share of the partitions (:mod:`kafka_dr.spark.streams`: one thread
+and copier per partition, a transaction every ``commit_seconds``, copying on through the
+pause between two tasks). Records then wait for a commit interval, not for the next
+micro-batch: measured, a 1 s-trigger micro-batch of fixed ranges gave seconds of latency,
+mostly per-batch fixed costs. One task (the default) keeps every producer in one Python
+worker, so no transactional id changes hands between tasks (each hand-over costs 50-500 ms
+of ``init_transactions``). A batch's Spark end offsets are then lower bounds of what was
+copied; the truth is, as always, the committed progress.
 
 Options: ``config`` (path of the kafka-dr YAML, readable on executors), ``flow`` (name),
 ``allow_reset`` ("true" to start a partition whose progress was lost from its planned start),
@@ -32,8 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -47,11 +45,6 @@ SCHEMA = (
 FIELDS = [f.strip().split(" ")[0] for f in SCHEMA.split(",")]
 
 _copiers: dict[tuple, object] = {}
-
-#: how long after its end a streaming task waits for a partition's thread: longer than the
-#: slowest legitimate chunk commit (flush up to 120 s, offsets 30 s, commit 60 s)
-STUCK_SECONDS = 240.0
-
 
 def _load(options: dict) -> tuple:
     from kafka_dr.core.config_load import load_config
@@ -217,50 +210,12 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     @_plain_errors
     def _stream(self, part: StreamPartition) -> list[dict]:
-        """Copy every range of ``part`` as records arrive, one thread each, until the task's
-        time is up, the stop marker appears or one of them fails (then all stop and the
-        failure is raised: Spark fails the batch and the job restarts the query)."""
-        from kafka_dr.kafka.copier import OPEN, RangeSpec
+        """A streaming task: its partitions' background copies (:mod:`kafka_dr.spark.streams`),
+        attached for ``part.seconds``; one row per partition of what they committed meanwhile."""
+        from kafka_dr.spark.streams import run_task
 
-        deadline = time.monotonic() + part.seconds
-        marker = self.options.get("stop_marker") or None
-        failed = threading.Event()
-
-        def until() -> bool:
-            return failed.is_set() or time.monotonic() >= deadline or (marker is not None and os.path.exists(marker))
-
-        results: dict[int, dict] = {}
-        errors: list[BaseException] = []
-
-        def run(i: int, topic: str, p: int, start: int, target: str) -> None:
-            try:
-                results[i] = self._copier((topic, p)).copy(RangeSpec(topic, p, start, OPEN, target), until).to_dict()
-            except BaseException as e:  # noqa: BLE001 - handed to the task's thread below
-                errors.append(e)
-                failed.set()
-
-        threads = [threading.Thread(target=run, args=(i, *r), name=f"kafka-dr-{r[0]}-{r[1]}", daemon=True)
-                   for i, r in enumerate(part.ranges)]
-        for t in threads:
-            t.start()
-        hard = deadline + STUCK_SECONDS
-        for t in threads:
-            t.join(max(0.0, hard - time.monotonic()))
-        stuck = [r for t, r in zip(threads, part.ranges) if t.is_alive()]
-        if stuck:
-            # librdkafka's transactional calls can outlive their timeouts when the transaction
-            # coordinator restarts mid-call (seen: commit_transaction(60) returned after 10 min).
-            # Fail the task so the job restarts the query; the copiers stay behind, and fresh
-            # ones (init_transactions) fence their producers.
-            failed.set()
-            for topic, p, _, _ in stuck:
-                self._forget_copier((topic, p))
-            names = ", ".join(f"{topic}[{p}]" for topic, p, _, _ in stuck)
-            raise RuntimeError(f"flow {self.options['flow']}: {names}: a Kafka call did not return {STUCK_SECONDS:.0f}s after the "
-                               f"streaming task's end (a transaction call hung while the target restarted?); restarting the query")
-        if errors:
-            raise errors[0]
-        return [results[i] for i in range(len(part.ranges))]
+        return run_task(part.ranges, part.seconds, self.options.get("stop_marker") or None, self._copier_key(("stream",)),
+                        self._copier, self._forget_copier, self.options["flow"])
 
     def commit(self, end: dict) -> None:
         pass  # progress is committed by the tasks, inside their Kafka transactions

@@ -1,0 +1,127 @@
+"""Streaming tasks' background copies (kafka_dr.spark.streams): the copy goes on between two
+tasks, each task's rows count what was committed since the previous ones (nothing twice,
+nothing left out), a lease that runs out or the stop marker ends the copy, and a producer
+lost between tasks ends it quietly while one lost during a task is that task's error.
+
+The copier here is a stand-in with plain values (one "transaction" of 10 records every
+5 ms); the real copier and Kafka are exercised by the lab tests (test_faults,
+test_replication)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kafka_dr.kafka.copier import ProducerLost, RangeResult
+from kafka_dr.spark import streams
+
+
+class FakeCopier:
+    """Commits 10 records every 5 ms from offset 100 (the "committed progress") while until() is false."""
+
+    class flow:
+        name = "f"
+
+    def __init__(self, fail: BaseException | None = None, fail_after: float = 0.0) -> None:
+        self.fail, self.fail_after, self.copies, self.position = fail, fail_after, 0, 100
+        self.lock = threading.Lock()
+
+    def lag(self, spec, position: int) -> int:
+        return 7
+
+    def copy(self, spec, until, on_commit, may_redo):
+        self.copies += 1
+        t0 = time.monotonic()
+        result = RangeResult("f", spec.topic, spec.partition, spec.target_topic, spec.start, self.position, spec.end)
+        on_commit(result, self.position, [])
+        while not until():
+            time.sleep(0.005)
+            if self.fail is not None and time.monotonic() - t0 > self.fail_after:
+                raise self.fail
+            with self.lock:
+                self.position += 10
+                result.read += 10
+                result.written += 10
+                result.transactions += 1
+                on_commit(result, self.position, [3, 4])
+        return result
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry():
+    streams._streams.clear()
+    yield
+    for s in list(streams._streams.values()):
+        s.lease = 0.0
+        s.thread.join(2)
+    streams._streams.clear()
+
+
+def task(copier, seconds=0.2, marker=None):
+    return streams.run_task([("t", 0, 0, "t")], seconds, marker, ("k",), lambda _tp: copier, lambda _tp: None, "f")
+
+
+def test_copy_goes_on_between_tasks_and_rows_chain_without_gaps_or_overlaps():
+    copier = FakeCopier()
+    first = task(copier)[0]
+    time.sleep(0.2)  # Spark's pause between two tasks: the copy must not stop
+    between = copier.position
+    second = task(copier)[0]
+    assert copier.copies == 1, "the second task attached to the running copy"
+    assert first["start"] == 100 and first["written"] > 0 and first["end"] == 100 + first["written"]
+    assert second["start"] == first["end"] and second["end"] == second["start"] + second["written"]
+    assert between > first["end"], "records were copied during the pause"
+    assert second["transactions"] * 10 == second["written"] and second["lag"] == 7
+    assert second["latency_p50_ms"] == 4.0
+
+
+def test_lease_runs_out_when_no_task_comes(monkeypatch):
+    monkeypatch.setattr(streams, "GRACE_SECONDS", 0.1)
+    copier = FakeCopier()
+    task(copier, seconds=0.05)
+    s = streams._streams[("k", "t", 0)]
+    s.thread.join(2)
+    assert s.finished and s.error is None
+    stopped_at = copier.position
+    time.sleep(0.05)
+    assert copier.position == stopped_at
+    row = task(copier, seconds=0.05)[0]  # a new task starts a new copy from committed progress
+    assert copier.copies == 2 and row["start"] == stopped_at
+
+
+def test_stop_marker_ends_the_copy_and_the_task_counts_everything(tmp_path):
+    marker = tmp_path / "stop"
+    copier = FakeCopier()
+    threading.Timer(0.1, marker.touch).start()
+    row = task(copier, seconds=30, marker=str(marker))[0]
+    s = streams._streams[("k", "t", 0)]
+    assert s.finished and not s.thread.is_alive()
+    assert row["end"] == copier.position and row["written"] == copier.position - 100
+
+
+def test_producer_lost_during_a_task_fails_it():
+    copier = FakeCopier(fail=ProducerLost("fenced"), fail_after=0.02)
+    with pytest.raises(ProducerLost):
+        task(copier, seconds=5)
+    assert ("k", "t", 0) not in streams._streams
+
+
+def test_producer_lost_between_tasks_ends_quietly_and_the_next_task_restarts_the_copy():
+    copier = FakeCopier(fail=ProducerLost("fenced by a newer copier"), fail_after=0.15)
+    task(copier, seconds=0.05)  # fails 0.1 s after this task's end, inside its grace
+    s = streams._streams[("k", "t", 0)]
+    s.thread.join(2)
+    assert s.finished and s.error is None
+    copier.fail = None
+    task(copier, seconds=0.05)
+    assert copier.copies == 2
+
+
+def test_other_failures_between_tasks_are_raised_by_the_next_task():
+    copier = FakeCopier(fail=RuntimeError("flow f: west refused t[0]@5"), fail_after=0.15)
+    task(copier, seconds=0.05)
+    streams._streams[("k", "t", 0)].thread.join(2)
+    with pytest.raises(RuntimeError, match="refused"):
+        task(copier, seconds=0.05)
