@@ -125,3 +125,12 @@ def test_other_failures_between_tasks_are_raised_by_the_next_task():
     streams._streams[("k", "t", 0)].thread.join(2)
     with pytest.raises(RuntimeError, match="refused"):
         task(copier, seconds=0.05)
+
+
+def test_a_failed_task_detaches_its_other_partitions():
+    good, bad = FakeCopier(), FakeCopier(fail=RuntimeError("flow f: west refused t[1]@5"), fail_after=0.02)
+    copiers = {("t", 0): good, ("t", 1): bad}
+    with pytest.raises(RuntimeError, match="refused"):
+        streams.run_task([("t", 0, 0, "t"), ("t", 1, 0, "t")], 5, None, ("k",), copiers.__getitem__, lambda _tp: None, "f")
+    s = streams._streams[("k", "t", 0)]
+    assert s.task_end <= time.monotonic() and not s.finished, "still copying, but between tasks"

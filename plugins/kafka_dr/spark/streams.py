@@ -172,6 +172,7 @@ def run_task(ranges: list[tuple[str, int, int, str]], seconds: float, marker: st
         now = time.monotonic()
         stuck = [s for s in streams if s.stuck(now)]
         if stuck:
+            _detach(streams)
             for s in stuck:
                 _streams.pop((*key, s.spec.topic, s.spec.partition), None)
                 forget((s.spec.topic, s.spec.partition))
@@ -186,5 +187,15 @@ def run_task(ranges: list[tuple[str, int, int, str]], seconds: float, marker: st
     for s in failed:
         _streams.pop((*key, s.spec.topic, s.spec.partition), None)
     if failed:
+        _detach(streams)
         raise failed[0].error
     return [s.snapshot(start) for s, (_, _, start, _) in zip(streams, ranges)]
+
+
+def _detach(streams: list[PartitionStream]) -> None:
+    """The task fails: its other partitions' copies are between tasks from now on (a lost
+    producer ends them rather than fencing the restarted query's copiers back)."""
+    now = time.monotonic()
+    for s in streams:
+        with s.lock:
+            s.task_end = min(s.task_end, now)
