@@ -1,11 +1,12 @@
 """Streaming tasks' background copies (kafka_dr.spark.streams): the copy goes on between two
 tasks, each task's rows count what was committed since the previous ones (nothing twice,
 nothing left out), a lease that runs out or the stop marker ends the copy, and a producer
-lost between tasks ends it quietly while one lost during a task is that task's error.
+lost between tasks ends it quietly while one lost during a task is that task's error. Also
+the driver's watchdog (kafka_dr.spark.job._supervise), which stops a query whose
+micro-batch stalls.
 
-The copier here is a stand-in with plain values (one "transaction" of 10 records every
-5 ms); the real copier and Kafka are exercised by the lab tests (test_faults,
-test_replication)."""
+The copier and the query here are stand-ins with plain values; the real copier, Spark and
+Kafka are exercised by the lab tests (test_faults, test_replication)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class FakeCopier:
         self.lock = threading.Lock()
 
     def lag(self, spec, position: int) -> int:
-        return 7
+        return self.position + 7 - position  # the high watermark runs 7 ahead of the copy
 
     def copy(self, spec, until, on_commit, may_redo):
         self.copies += 1
@@ -63,7 +64,8 @@ def task(copier, seconds=0.2, marker=None):
     return streams.run_task([("t", 0, 0, "t")], seconds, marker, ("k",), lambda _tp: copier, lambda _tp: None, "f")
 
 
-def test_copy_goes_on_between_tasks_and_rows_chain_without_gaps_or_overlaps():
+def test_copy_goes_on_between_tasks_and_rows_chain_without_gaps_or_overlaps(monkeypatch):
+    monkeypatch.setattr(streams, "LAG_EVERY_SECONDS", 0.0)
     copier = FakeCopier()
     first = task(copier)[0]
     time.sleep(0.2)  # Spark's pause between two tasks: the copy must not stop
@@ -134,3 +136,33 @@ def test_a_failed_task_detaches_its_other_partitions():
         streams.run_task([("t", 0, 0, "t"), ("t", 1, 0, "t")], 5, None, ("k",), copiers.__getitem__, lambda _tp: None, "f")
     s = streams._streams[("k", "t", 0)]
     assert s.task_end <= time.monotonic() and not s.finished, "still copying, but between tasks"
+
+
+class FakeQuery:
+    """A running query that never completes a batch (its task froze)."""
+
+    def __init__(self) -> None:
+        self.isActive, self.stopped = True, False
+        self.status = {"isTriggerActive": True}
+
+    def awaitTermination(self, seconds: float) -> None:
+        time.sleep(min(seconds, 0.01))
+
+    def stop(self) -> None:
+        self.isActive, self.stopped = False, True
+
+
+def test_the_driver_stops_a_query_whose_micro_batch_stalls():
+    from kafka_dr.spark.job import _Stop, _supervise
+
+    q = FakeQuery()
+    reason = _supervise(q, _Stop(None), None, [time.monotonic() - 10], stall_after=5)
+    assert q.stopped and "no micro-batch completed for 10s" in reason
+
+
+def test_the_driver_leaves_a_query_whose_batches_complete_alone():
+    from kafka_dr.spark.job import _Stop, _supervise
+
+    q, last = FakeQuery(), [time.monotonic()]
+    threading.Timer(0.3, q.stop).start()  # the query ends on its own
+    assert _supervise(q, _Stop(None), None, last, stall_after=5) == ""

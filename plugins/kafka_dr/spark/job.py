@@ -67,6 +67,11 @@ class JobSummary:
     written_by_topic: dict = field(default_factory=dict)
 
 
+#: A streaming query whose micro-batch has not completed this long past ``task_seconds`` is
+#: stopped and restarted (see _supervise): longer than a partition thread's own stuck limit
+#: (kafka_dr.spark.streams.STUCK_SECONDS, 240 s) plus a query start.
+STALL_SECONDS = 330.0
+
 #: Failures a restart cannot cure: stop at once instead of backing off.
 PERMANENT = ("ModuleNotFoundError", "ImportError", "ConfigError", "ProgressLost", "TargetTopicMismatch", "RecordRejected",
              "partitions but", " refuses ", " refused ", "no flow named", "AuthenticationFailed", "authentication failed",
@@ -159,8 +164,10 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             summary.records_filtered += d["filtered"] or 0
         metrics_producer.flush(30)
         summary.batches += 1
+        last_batch[0] = time.monotonic()
 
     stop = _Stop(opts.stop_file)
+    last_batch = [time.monotonic()]  #: when the sink last completed a micro-batch (the stall watchdog)
     previous = {}
     if threading.current_thread() is threading.main_thread():  # signals only reach the main thread
         previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -186,7 +193,10 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 else:
                     query = writer.trigger(processingTime=f"{opts.trigger_seconds} seconds").start()
                 log.info("flow %s: %s query started (%s -> %s)", flow.name, mode.value, flow.source, flow.target)
-                _supervise(query, stop, deadline)
+                last_batch[0] = time.monotonic()
+                stalled = _supervise(query, stop, deadline, last_batch, STALL_SECONDS + opts.task_seconds if streaming else None)
+                if stalled:
+                    raise RuntimeError(f"flow {flow.name}: {stalled}")
                 if query.exception() is None:
                     summary.stopped_by = stop.reason or ("completed" if mode is FlowMode.INCREMENTAL else "max duration")
                     return summary
@@ -261,11 +271,25 @@ def failure_reason(error: BaseException, flow: str) -> str:
     return py[-1] if py else (lines[0] if lines else repr(error))
 
 
-def _supervise(query, stop: _Stop, deadline: float | None) -> None:
+def _supervise(query, stop: _Stop, deadline: float | None, last_batch: list[float], stall_after: float | None) -> str:
+    """Watch the query until it ends or is asked to stop; returns why it was stopped as stalled
+    ("" otherwise).
+
+    ``stall_after``: streaming tasks only. A micro-batch that has not completed this long
+    after the previous one (or the query's start) is stalled: seen once in CI, during a
+    network cut to the target, when a Spark Python worker froze inside a Kafka call (the
+    worker's own watchdog froze with it). Stopping the query makes Spark kill the worker;
+    the job then restarts the query, and fresh copiers fence the old ones."""
     while query.isActive:
         query.awaitTermination(0.5)
         if not query.isActive:
             break
+        if stall_after is not None and time.monotonic() - last_batch[0] > stall_after:
+            quiet = time.monotonic() - last_batch[0]
+            log.error("flow: no micro-batch completed for %.0fs; stopping the query to restart it", quiet)
+            query.stop()
+            return (f"no micro-batch completed for {quiet:.0f}s (a streaming task stuck in a Kafka call?); "
+                    f"the query was stopped and is restarted")
         if deadline and time.monotonic() >= deadline:
             stop.request("max duration")
         if stop.requested():
@@ -277,6 +301,7 @@ def _supervise(query, stop: _Stop, deadline: float | None) -> None:
                 time.sleep(0.2)
             query.stop()
             break
+    return ""
 
 
 def _sleep(seconds: float, stop: _Stop) -> None:

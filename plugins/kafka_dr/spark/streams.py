@@ -32,6 +32,7 @@ last moments after a hand-over to another worker go unreported (its records do n
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import threading
 import time
@@ -47,6 +48,10 @@ GRACE_SECONDS = 30.0
 #: a thread inside one chunk for this long is stuck: longer than the slowest legitimate
 #: chunk commit (flush up to 120 s, offsets 30 s, commit 60 s)
 STUCK_SECONDS = 240.0
+
+#: how often a partition's lag (the high watermark of the last fetch) is read: a local call,
+#: but it takes librdkafka's locks with the GIL held, so not on every commit
+LAG_EVERY_SECONDS = 1.0
 
 #: the counters a row reports as "since the previous row"
 COUNTERS = ("read", "written", "filtered", "bytes", "lost_to_retention", "transactions", "dead_lettered")
@@ -74,6 +79,7 @@ class PartitionStream:
         self.latencies: list[int] = []
         self.lag = 0
         self._started = False
+        self._lag_at, self._lag_high = 0.0, 0  #: when the lag was last read, and the high watermark then
         self._result: RangeResult | None = None  #: the copy() result being counted
         self._seen = dict.fromkeys(COUNTERS, 0)  #: its counters already added to ``counts``
         self.thread = threading.Thread(target=self._run, name=f"kafka-dr-{spec.topic}-{spec.partition}", daemon=True)
@@ -102,7 +108,10 @@ class PartitionStream:
         return self.beat >= self.lease or (self.marker is not None and os.path.exists(self.marker))
 
     def _committed(self, result: RangeResult, next_offset: int, latencies: list) -> None:
-        lag = self.copier.lag(self.spec, next_offset)
+        now = time.monotonic()
+        if now - self._lag_at >= LAG_EVERY_SECONDS:
+            self._lag_at, self._lag_high = now, next_offset + self.copier.lag(self.spec, next_offset)
+        lag = max(0, self._lag_high - next_offset)
         with self.lock:
             if not self._started:  # the first call: the copy's real start (committed progress)
                 self._started, self.since = True, next_offset
@@ -154,6 +163,17 @@ def run_task(ranges: list[tuple[str, int, int, str]], seconds: float, marker: st
     """One streaming task: attach to (or start) each range's thread, wait ``seconds`` (or for
     the stop marker, or a failure), return one row per range."""
     task_end = time.monotonic() + seconds
+    # if this worker freezes (a C call holding the GIL), its threads' stacks still reach the
+    # log, from a thread of faulthandler's own; the driver's watchdog then stops the query
+    faulthandler.dump_traceback_later(seconds + STUCK_SECONDS + 30, exit=False)
+    try:
+        return _attached(ranges, task_end, marker, key, copier_for, forget, flow)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _attached(ranges: list[tuple[str, int, int, str]], task_end: float, marker: str | None, key: tuple,
+              copier_for: Callable[[tuple], RangeCopier], forget: Callable[[tuple], None], flow: str) -> list[dict]:
     streams: list[PartitionStream] = []
     for topic, p, start, target in ranges:
         k = (*key, topic, p)
