@@ -68,8 +68,7 @@ def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[tuple[str, s
             p = Producer(client_config(target, resolve, **{
                 "transactional.id": transactional_id(cfg.internal_prefix, flow.name, source_topic, partition)}))
             p.init_transactions(30)
-            abort_offsets_transaction(p, group_meta, [TopicPartition(target_topic, partition)])
-            p.flush(5)
+            abort_offsets_transaction(p, group_meta, [TopicPartition(target_topic, partition)])  # synchronous
         log.warning("flow %s: cleared pending progress commits no transaction owned on %s (%d partition(s)); "
                     "progress reads were unstable", flow.name, flow.target, len(pairs))
     finally:

@@ -286,8 +286,7 @@ def _supervise(query, stop: _Stop, deadline: float | None, last_batch: list[floa
             break
         if stall_after is not None and time.monotonic() - last_batch[0] > stall_after:
             quiet = time.monotonic() - last_batch[0]
-            log.error("flow: no micro-batch completed for %.0fs; stopping the query to restart it", quiet)
-            query.stop()
+            query.stop()  # the caller raises the reason: the restart path logs and alerts it once
             return (f"no micro-batch completed for {quiet:.0f}s (a streaming task stuck in a Kafka call?); "
                     f"the query was stopped and is restarted")
         if deadline and time.monotonic() >= deadline:
