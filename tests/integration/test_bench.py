@@ -12,12 +12,15 @@ import sys
 
 import pytest
 
+from confluent_kafka.admin import AdminClient
+
 from kafka_dr.bench.report import expected_keys
+from kafka_dr.kafka.clients import client_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
-def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab):
+def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab_config):
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--quick", "--dir", str(lab.root)],
                           capture_output=True, text=True, timeout=1800)  # one start per system: 68 s quiet, minutes at load
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
@@ -33,3 +36,7 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab):
             assert figures[f"{system}_s{size}_records_per_s"] > 0 and figures[f"{system}_s{size}_peak_rss_mb"] > 0
         assert figures[f"{system}_latency_samples"] > 0 and figures[f"{system}_latency_p99_ms"] >= figures[f"{system}_latency_p50_ms"]
     assert figures["ours_guarantee"].startswith("exactly-once")
+    # the run's topics (backlogs, latency, copies, MirrorMaker's worker topics) are gone again
+    for cluster in lab_config.clusters.values():
+        left = [t for t in AdminClient(client_config(cluster)).list_topics(timeout=30).topics if figures["run"] in t]
+        assert not left, (cluster.name, left)

@@ -24,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency-seconds", type=float, default=None)
     p.add_argument("--systems", default=",".join(SYSTEMS), help="which systems, comma-separated (default all: ours,mm2,rawpipe)")
     p.add_argument("--dir", type=Path, default=None, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab); started if not running")
+    p.add_argument("--keep-topics", action="store_true", help="keep the run's topics on the lab (deleted at the end by default)")
     p.add_argument("--base-port", type=int, default=19092, help="first broker port if the lab has to be started")
 
 
@@ -44,7 +45,7 @@ def run(a: argparse.Namespace) -> int:
                      sizes=[int(s) for s in a.sizes.split(",") if s.strip()], partitions=a.partitions,
                      latency_rate=a.latency_rate or preset["latency_rate"], latency_seconds=a.latency_seconds or preset["latency_seconds"],
                      warmup_seconds=preset["warmup_seconds"], systems=tuple(s.strip() for s in a.systems.split(",") if s.strip()),
-                     one_start=a.quick)
+                     one_start=a.quick, keep_topics=a.keep_topics)
     print(table(flat))
     print(json_line(flat), flush=True)
     return 0

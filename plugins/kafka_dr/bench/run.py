@@ -14,6 +14,10 @@ produce timestamp is one sample. p50/p99 over the samples.
 Memory: peak RSS of each system's process tree (sampled every 250 ms), per phase.
 Systems run one after another, never at the same time.
 
+Every topic a run creates has the run's id in its name (``bench.<hex>``): at the end, pass or
+fail, they are deleted on both clusters unless ``keep_topics`` (a full run leaves about 4 GB
+otherwise, and a lab that is benchmarked often fills its disk).
+
 ``one_start`` (what ``--quick`` uses, to prove the benchmark works in well under the time
 nine start-ups take): every system is started once, all at the same time, on topics of its
 own (a backlog topic per size and a latency topic), in its continuous mode; then, for all
@@ -38,7 +42,7 @@ from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, flatten
 from kafka_dr.bench.systems import Mm2, Ours, RawPipe, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
-from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.topics import delete_topics, ensure_topic
 
 log = logging.getLogger("kafka_dr.bench")
 
@@ -221,11 +225,35 @@ def _backlog_while_running(system: System, topic: str, partitions: int, size: in
 
 def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,
               latency_rate: int = 5000, latency_seconds: float = 30.0, warmup_seconds: float = 5.0,
-              systems: tuple[str, ...] = ("ours", "mm2", "rawpipe"), timeout: float = 900.0, say=print, one_start: bool = False) -> dict:
+              systems: tuple[str, ...] = ("ours", "mm2", "rawpipe"), timeout: float = 900.0, say=print, one_start: bool = False,
+              keep_topics: bool = False) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
-    east = cfg.cluster("east")
     run = f"bench.{uuid.uuid4().hex[:6]}"
+    try:
+        return _run(cfg, config_path, workdir, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
+                    systems, timeout, say, one_start)
+    finally:
+        if not keep_topics:
+            delete_run_topics(cfg, run, say)
+
+
+def delete_run_topics(cfg, run: str, say=print) -> None:
+    """Delete every topic whose name holds ``run`` on every cluster of the lab; a failure is
+    reported, not raised (the figures are what the run is for)."""
+    for cluster in cfg.clusters.values():
+        try:
+            admin = AdminClient(client_config(cluster))
+            names = [t for t in admin.list_topics(timeout=30).topics if run in t]
+            for problem in delete_topics(admin, names):
+                say(f"[bench] could not delete {cluster.name}/{problem}")
+        except Exception as e:  # noqa: BLE001 - see the docstring
+            say(f"[bench] deleting the run's topics on {cluster.name}: {e}")
+
+
+def _run(cfg, config_path: Path, workdir: Path, run: str, records: int, sizes: list[int], partitions: int, latency_rate: int,
+         latency_seconds: float, warmup_seconds: float, systems: tuple[str, ...], timeout: float, say, one_start: bool) -> dict:
+    east = cfg.cluster("east")
     workdir = Path(workdir) / run
     sys_objs = make_systems(systems, cfg, Path(config_path), workdir)
     e_admin = AdminClient(client_config(east))

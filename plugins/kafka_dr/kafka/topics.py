@@ -28,3 +28,18 @@ def partition_count(client: AdminClient, topic: str, timeout: float = 10.0) -> i
     if t is None or t.error is not None:
         return None
     return len(t.partitions)
+
+
+def delete_topics(client: AdminClient, names: list[str], timeout: float = 60.0) -> list[str]:
+    """Delete ``names``; returns those that could not be deleted, each with the broker's reason
+    (a topic already gone counts as deleted)."""
+    if not names:
+        return []
+    failed = []
+    for name, future in client.delete_topics(list(names), operation_timeout=timeout, request_timeout=timeout).items():
+        try:
+            future.result(timeout=timeout)
+        except KafkaException as e:
+            if e.args[0].code() != e.args[0].UNKNOWN_TOPIC_OR_PART:
+                failed.append(f"{name}: {e.args[0].str()}")
+    return failed

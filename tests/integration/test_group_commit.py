@@ -1,0 +1,60 @@
+"""An open range (a streaming task's copy) commits as soon as it has read everything fetched
+(group commit), not only when ``chunk_seconds`` is up: that is what keeps a continuous flow's
+latency near one commit under a steady load (issue #8, docs/benchmarks.md).
+
+Checked by counting, not timing: records arrive in three bursts a second apart while the
+chunk may last a minute. With group commit each burst is its own transaction; without it
+the copy would hold all three in one transaction that ends after 60 s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kafka_checks import read_topic
+from kafka_dr.core.config_load import load_config
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
+from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.writing import produce_all
+from test_replication import flow_config
+
+pytestmark = [pytest.mark.lab]
+
+BURSTS, PER_BURST = 3, 5
+
+
+def test_open_range_commits_each_burst_once_it_has_caught_up(lab, tmp_path, topic_name):
+    config = flow_config(lab, tmp_path, [topic_name])
+    cfg = load_config(config)
+    flow = next(f for f in cfg.flows if f.source == "east" and f.target == "west")
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=1)
+    ensure_topic(clients.admin(west), topic_name, partitions=1)
+    total = BURSTS * PER_BURST
+
+    def bursts() -> None:
+        producer = clients.producer(east)
+        for b in range(BURSTS):
+            produce_all(producer, topic_name, [(b"k", b"v%d" % (b * PER_BURST + i), [], None, 0) for i in range(PER_BURST)])
+            time.sleep(1.0)
+
+    committed: list[int] = []
+    copier = RangeCopier(cfg, flow, chunk_seconds=60.0)
+    writer = threading.Thread(target=bursts, daemon=True)
+    writer.start()
+    try:
+        result = copier.copy(RangeSpec(topic_name, 0, 0, OPEN, topic_name),
+                             until=lambda: bool(committed) and committed[-1] >= total,
+                             on_commit=lambda _result, next_offset, _lat: committed.append(next_offset))
+    finally:
+        copier.close()
+        writer.join(30)
+    assert result.written == total
+    # one transaction per burst at least (a burst may straddle two fetches), never all in one
+    assert result.transactions >= BURSTS, (result.transactions, committed)
+    assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(total)]
+    assert read_committed_progress(cfg, flow, [(topic_name, 0)])[(topic_name, 0)]["next_offset"] == total
