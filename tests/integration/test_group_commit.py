@@ -2,7 +2,7 @@
 (group commit), not only when ``chunk_seconds`` is up: that is what keeps a continuous flow's
 latency near one commit under a steady load (issue #8, docs/benchmarks.md).
 
-Checked by counting, not timing: records arrive in three bursts a second apart while the
+Checked by counting, not timing: records arrive in three bursts two seconds apart while the
 chunk may last a minute. With group commit each burst is its own transaction; without it
 the copy would hold all three in one transaction that ends after 60 s.
 """
@@ -36,20 +36,28 @@ def test_open_range_commits_each_burst_once_it_has_caught_up(lab, tmp_path, topi
     ensure_topic(clients.admin(west), topic_name, partitions=1)
     total = BURSTS * PER_BURST
 
+    started = threading.Event()  # the copy knows its start: bursts from now on are read as they come
+
     def bursts() -> None:
+        started.wait(120)
         producer = clients.producer(east)
         for b in range(BURSTS):
             produce_all(producer, topic_name, [(b"k", b"v%d" % (b * PER_BURST + i), [], None, 0) for i in range(PER_BURST)])
-            time.sleep(1.0)
+            time.sleep(2.0)  # far apart enough that a loaded machine still reads each burst alone
 
     committed: list[int] = []
+
+    def on_commit(_result, next_offset: int, _latencies) -> None:
+        committed.append(next_offset)
+        started.set()
+
     copier = RangeCopier(cfg, flow, chunk_seconds=60.0)
     writer = threading.Thread(target=bursts, daemon=True)
     writer.start()
     try:
         result = copier.copy(RangeSpec(topic_name, 0, 0, OPEN, topic_name),
                              until=lambda: bool(committed) and committed[-1] >= total,
-                             on_commit=lambda _result, next_offset, _lat: committed.append(next_offset))
+                             on_commit=on_commit)
     finally:
         copier.close()
         writer.join(30)

@@ -79,6 +79,16 @@ def test_copy_goes_on_between_tasks_and_rows_chain_without_gaps_or_overlaps(monk
     assert second["latency_p50_ms"] == 4.0
 
 
+def test_the_first_task_takes_the_workers_objects_out_of_the_cyclic_collector(monkeypatch):
+    """Full collections over the whole worker stalled every copy thread at task boundaries."""
+    frozen = []
+    monkeypatch.setattr(streams, "_frozen", False)
+    monkeypatch.setattr(streams.gc, "freeze", lambda: frozen.append(True))
+    task(FakeCopier(), seconds=0.05)
+    task(FakeCopier(), seconds=0.05)
+    assert frozen == [True], "frozen once, by the first task"
+
+
 def test_lease_runs_out_when_no_task_comes(monkeypatch):
     monkeypatch.setattr(streams, "GRACE_SECONDS", 0.1)
     copier = FakeCopier()
