@@ -111,18 +111,13 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
     from kafka_dr.kafka.orphaned_offsets import ProgressUnstable
-    from kafka_dr.kafka.topics import ensure_topic
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
     from kafka_wire import init_producer_id, txn_offset_commit
-    from test_replication import flow_config
+    from test_replication import east_to_west_one_partition
 
-    config = flow_config(lab, tmp_path, [topic_name])
-    cfg = load_config(config)
-    flow = next(f for f in cfg.flows if f.source == "east" and f.target == "west")
+    config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
-    ensure_topic(clients.admin(east), topic_name, partitions=1)
-    ensure_topic(clients.admin(west), topic_name, partitions=1)
     produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30)])
 
     admin = clients.admin(west)

@@ -15,12 +15,10 @@ import time
 import pytest
 
 from kafka_checks import read_topic
-from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
-from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
-from test_replication import flow_config
+from test_replication import east_to_west_one_partition
 
 pytestmark = [pytest.mark.lab]
 
@@ -28,12 +26,8 @@ BURSTS, PER_BURST = 3, 5
 
 
 def test_open_range_commits_each_burst_once_it_has_caught_up(lab, tmp_path, topic_name):
-    config = flow_config(lab, tmp_path, [topic_name])
-    cfg = load_config(config)
-    flow = next(f for f in cfg.flows if f.source == "east" and f.target == "west")
+    _config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
-    ensure_topic(clients.admin(east), topic_name, partitions=1)
-    ensure_topic(clients.admin(west), topic_name, partitions=1)
     total = BURSTS * PER_BURST
 
     started = threading.Event()  # the copy knows its start: bursts from now on are read as they come

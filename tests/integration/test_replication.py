@@ -35,6 +35,16 @@ def flow_config(lab, tmp_path: Path, allow: list[str], **flow_keys) -> Path:
     return path
 
 
+def east_to_west_one_partition(lab, tmp_path: Path, topic: str):
+    """A config narrowed to ``topic``, that topic with one partition on east and west, and the
+    east -> west flow: (config path, config, flow), for tests that drive a copier directly."""
+    config = flow_config(lab, tmp_path, [topic])
+    cfg = load_config(config)
+    for name in ("east", "west"):
+        ensure_topic(clients.admin(cfg.cluster(name)), topic, partitions=1)
+    return config, cfg, next(f for f in cfg.flows if f.source == "east" and f.target == "west")
+
+
 def run_all(config: Path, spark, topic: str, mode: str = "incremental") -> dict[str, int]:
     """Run every flow once; records each wrote into ``topic`` (heartbeats also cross the flows)."""
     cfg = load_config(config)
