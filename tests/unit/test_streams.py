@@ -82,7 +82,7 @@ def test_copy_goes_on_between_tasks_and_rows_chain_without_gaps_or_overlaps(monk
 def test_the_first_task_takes_the_workers_objects_out_of_the_cyclic_collector(monkeypatch):
     """Full collections over the whole worker stalled every copy thread at task boundaries."""
     frozen = []
-    monkeypatch.setattr(streams, "_frozen", False)
+    streams._freeze_once.cache_clear()
     monkeypatch.setattr(streams.gc, "freeze", lambda: frozen.append(True))
     task(FakeCopier(), seconds=0.05)
     task(FakeCopier(), seconds=0.05)

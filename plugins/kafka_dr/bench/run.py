@@ -32,6 +32,7 @@ import logging
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
@@ -230,63 +231,59 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
     run = f"bench.{uuid.uuid4().hex[:6]}"
-    try:
-        return _run(cfg, config_path, workdir, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
-                    systems, timeout, say, one_start)
-    finally:
-        if not keep_topics:
-            delete_run_topics(cfg, run, say)
-
-
-def delete_run_topics(cfg, run: str, say=print) -> None:
-    """Delete every topic whose name holds ``run`` on every cluster of the lab; a failure is
-    reported, not raised (the figures are what the run is for)."""
-    for cluster in cfg.clusters.values():
-        try:
-            admin = AdminClient(client_config(cluster))
-            names = [t for t in admin.list_topics(timeout=30).topics if run in t]
-            for problem in delete_topics(admin, names):
-                say(f"[bench] could not delete {cluster.name}/{problem}")
-        except Exception as e:  # noqa: BLE001 - see the docstring
-            say(f"[bench] deleting the run's topics on {cluster.name}: {e}")
-
-
-def _run(cfg, config_path: Path, workdir: Path, run: str, records: int, sizes: list[int], partitions: int, latency_rate: int,
-         latency_seconds: float, warmup_seconds: float, systems: tuple[str, ...], timeout: float, say, one_start: bool) -> dict:
-    east = cfg.cluster("east")
-    workdir = Path(workdir) / run
-    sys_objs = make_systems(systems, cfg, Path(config_path), workdir)
-    e_admin = AdminClient(client_config(east))
-    params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
-              "latency_seconds": latency_seconds}
-    if one_start:
-        results = one_start_phases(sys_objs, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
-                                   min(timeout, 300), say)
-        return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
-    results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
-    for size in sizes:
-        topic = f"{run}.s{size}"
-        ensure_topic(e_admin, topic, partitions)
-        secs = load.produce_backlog(east, topic, records, size, partitions)
-        say(f"[bench] {topic}: {records:,} records of {size} B produced in {secs:.1f}s")
-        ends = load.end_offsets(e_admin, topic, partitions)
+    with _topics_deleted_after(cfg, run, keep_topics, say):
+        east = cfg.cluster("east")
+        workdir = Path(workdir) / run
+        sys_objs = make_systems(systems, cfg, Path(config_path), workdir)
+        e_admin = AdminClient(client_config(east))
+        params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
+                  "latency_seconds": latency_seconds}
+        if one_start:
+            results = one_start_phases(sys_objs, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
+                                       min(timeout, 300), say)
+            return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
+        results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
+        for size in sizes:
+            topic = f"{run}.s{size}"
+            ensure_topic(e_admin, topic, partitions)
+            secs = load.produce_backlog(east, topic, records, size, partitions)
+            say(f"[bench] {topic}: {records:,} records of {size} B produced in {secs:.1f}s")
+            ends = load.end_offsets(e_admin, topic, partitions)
+            for s in sys_objs:
+                try:
+                    r = backlog_phase(s, topic, partitions, size, ends, timeout)
+                except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
+                    r = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False)
+                    say(f"[bench] {s.name:<8} s{size}: FAILED: {r['error']}")
+                    results[s.name][f"s{size}"] = r
+                    continue
+                results[s.name][f"s{size}"] = r
+                say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
+                    f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB")
         for s in sys_objs:
             try:
-                r = backlog_phase(s, topic, partitions, size, ends, timeout)
-            except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
-                r = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False)
-                say(f"[bench] {s.name:<8} s{size}: FAILED: {r['error']}")
-                results[s.name][f"s{size}"] = r
-                continue
-            results[s.name][f"s{size}"] = r
-            say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
-                f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB")
-    for s in sys_objs:
-        try:
-            r = latency_phase(s, f"{run}.lat.{s.name}", partitions, latency_rate, latency_seconds, warmup_seconds, min(timeout, 300))
-        except Exception as e:  # noqa: BLE001 - as above
-            r = failed(LATENCY_METRICS, e)
-            say(f"[bench] {s.name:<8} latency: FAILED: {r['error']}")
-        results[s.name]["latency"] = r
-        say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms ({r['samples']:,} samples), peak RSS {r['peak_rss_mb']} MB")
-    return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
+                r = latency_phase(s, f"{run}.lat.{s.name}", partitions, latency_rate, latency_seconds, warmup_seconds, min(timeout, 300))
+            except Exception as e:  # noqa: BLE001 - as above
+                r = failed(LATENCY_METRICS, e)
+                say(f"[bench] {s.name:<8} latency: FAILED: {r['error']}")
+            results[s.name]["latency"] = r
+            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms ({r['samples']:,} samples), peak RSS {r['peak_rss_mb']} MB")
+        return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
+
+
+@contextmanager
+def _topics_deleted_after(cfg, run: str, keep: bool, say):
+    """Unless ``keep``: at the end, pass or fail, delete every topic whose name holds ``run`` on
+    every cluster of the lab. A failure to delete is reported, not raised (the figures are what
+    the run is for)."""
+    try:
+        yield
+    finally:
+        for cluster in () if keep else cfg.clusters.values():
+            try:
+                admin = AdminClient(client_config(cluster))
+                names = [t for t in admin.list_topics(timeout=30).topics if run in t]
+                for problem in delete_topics(admin, names):
+                    say(f"[bench] could not delete {cluster.name}/{problem}")
+            except Exception as e:  # noqa: BLE001 - see the docstring
+                say(f"[bench] deleting the run's topics on {cluster.name}: {e}")

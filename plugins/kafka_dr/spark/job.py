@@ -4,8 +4,8 @@
 ``continuous`` runs micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop
 file, finishing the batch in flight before it stops. A continuous flow's micro-batches are
 streaming tasks by default (``task_seconds`` > 0; see :mod:`kafka_dr.spark.source`):
-records are committed as they arrive (at the latest every ``commit_seconds``), and a stop reaches the tasks
-through a marker file. A failed query (a cluster unreachable, say) is restarted with exponential backoff up to ``max_restarts`` times; every restart resumes
+records are committed as they arrive (at the latest every ``commit_seconds``), and a stop
+reaches the tasks through a marker file. A failed query (a cluster unreachable, say) is restarted with exponential backoff up to ``max_restarts`` times; every restart resumes
 from the progress committed in Kafka, so nothing is lost or copied twice.
 
 Each micro-batch's per-partition results are logged as one JSON line each
@@ -329,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--task-seconds", type=float, default=30.0,
                    help="continuous mode: streaming tasks of this many seconds (default 30; 0: fixed-range micro-batches)")
     p.add_argument("--tasks", type=int, default=1, help="continuous mode: streaming tasks per micro-batch (partitions are shared out)")
-    p.add_argument("--commit-seconds", type=float, default=0.1, help="continuous mode: the longest a partition's transaction stays open (it commits as soon as it has caught up)")
+    p.add_argument("--commit-seconds", type=float, default=0.1,
+                   help="continuous mode: the longest a partition's transaction stays open (it commits as soon as it has caught up)")
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
     a = p.parse_args(argv)
     if not a.config:

@@ -17,9 +17,9 @@ background copies of its share of the partitions (:mod:`kafka_dr.spark.streams`:
 and copier per partition, a transaction as soon as what was fetched is read and at the
 latest every ``commit_seconds``, copying on through the pause between two tasks). Records
 then wait for about one commit, not for the next micro-batch: measured, a 1 s-trigger
-micro-batch of fixed ranges gave seconds of latency, mostly per-batch fixed costs. One task (the default) keeps every producer in one Python
-worker, so no transactional id changes hands between tasks (each hand-over costs 50-500 ms
-of ``init_transactions``). A batch's Spark end offsets are then lower bounds of what was
+micro-batch of fixed ranges gave seconds of latency, mostly per-batch fixed costs. One task
+(the default) keeps every producer in one Python worker, so no transactional id changes
+hands between tasks (each hand-over costs 50-500 ms of ``init_transactions``). A batch's Spark end offsets are then lower bounds of what was
 copied; the truth is, as always, the committed progress.
 
 Options: ``config`` (path of the kafka-dr YAML, readable on executors), ``flow`` (name),

@@ -39,6 +39,7 @@ last moments after a hand-over to another worker go unreported (its records do n
 from __future__ import annotations
 
 import faulthandler
+import functools
 import gc
 import os
 import threading
@@ -221,15 +222,10 @@ def _attached(ranges: list[tuple[str, int, int, str]], task_end: float, marker: 
     return [s.snapshot(start) for s, (_, _, start, _) in zip(streams, ranges)]
 
 
-_frozen = False
-
-
+@functools.cache
 def _freeze_once() -> None:
     """Move the worker's objects out of the cyclic collector's reach, once (module docstring)."""
-    global _frozen
-    if not _frozen:
-        _frozen = True
-        gc.freeze()
+    gc.freeze()
 
 
 def _detach(streams: list[PartitionStream]) -> None:
