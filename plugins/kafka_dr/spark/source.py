@@ -171,6 +171,9 @@ class ReplicationStreamReader(DataSourceStreamReader):
         return out
 
     def read(self, partition) -> Iterator[tuple]:
+        from kafka_dr.spark.warmup import import_output_path_once
+
+        import_output_path_once()  # before the copy starts, not when its rows go back (see there)
         rows = self._stream(partition) if isinstance(partition, StreamPartition) else [self._copy(partition)]
         for d in rows:
             yield tuple(d[f] for f in FIELDS)
