@@ -87,6 +87,30 @@ class RangeResult:
         return asdict(self)
 
 
+def read_wait(chunk_seconds: float) -> float:
+    """How long one read of the source waits for records (``consume``'s timeout): a quarter of
+    the longest a chunk may last, at most 0.1 s."""
+    return min(0.1, chunk_seconds / 4)
+
+
+def streaming_fetch(chunk_seconds: float) -> dict[str, Any]:
+    """Source-consumer settings for a streaming copy (an :data:`OPEN` range whose chunks last at
+    most ``chunk_seconds``): the broker holds a fetch until 256 KiB are there or a little less
+    than the copier's :func:`read_wait` has passed (20 ms by default).
+
+    Why: with librdkafka's defaults (``fetch.min.bytes`` 1) a consumer sends its next fetch as
+    soon as the previous one returned anything, so under a steady load each partition's
+    consumer fetched as fast as records trickled in: a stream of small requests that the
+    brokers answer between the transactions' requests. Measured without Spark (8 partition
+    copies, 5,000 records/s, five runs of each, interleaved): latency p99 122-146 ms against
+    166-338 ms without, p50 54-63 against 49-107 ms, 5% less CPU. A record now waits at the
+    broker rather than in the client's queue, and the copier's read waits for it anyway.
+
+    Not for fixed ranges (backlogs, fixed-range micro-batches): a range's last, small fetch
+    would wait out the timeout every time."""
+    return {"fetch.wait.max.ms": max(1, round(read_wait(chunk_seconds) * 800)), "fetch.min.bytes": 256 * 1024}
+
+
 class RecordRejected(RuntimeError):
     """The target refused a record and no dead-letter topic is configured."""
 
@@ -175,6 +199,7 @@ class RangeCopier:
         stall_seconds: float = 120.0,
         allow_reset: bool = False,
         producer_overrides: dict[str, Any] | None = None,
+        consumer_overrides: dict[str, Any] | None = None,
         clock: Callable[[], float] = time.time,
         transform: Transform | None = None,
         keep_timestamp: Callable[[int], bool] | None = None,
@@ -183,7 +208,9 @@ class RangeCopier:
         """:param transform: replaces the flow's loop-policy transform (failback's re-seed).
         :param keep_timestamp: records whose timestamp it refuses are filtered (a time window).
         :param seed_map_topic: record runs of (source offset, target offset) in this topic of
-            the target, in the same transaction as the records (failback's re-seed)."""
+            the target, in the same transaction as the records (failback's re-seed).
+        :param consumer_overrides: settings of the source consumer (streaming copies:
+            :func:`streaming_fetch`)."""
         self.cfg = cfg
         self.flow = flow
         self.resolve = resolve
@@ -192,6 +219,7 @@ class RangeCopier:
         self.stall_seconds = stall_seconds
         self.allow_reset = allow_reset
         self.producer_overrides = producer_overrides or {}
+        self.consumer_overrides = consumer_overrides or {}
         self.clock = clock
         self.transform = transform or router_for(cfg, flow).transform()
         self.keep_timestamp = keep_timestamp
@@ -252,14 +280,17 @@ class RangeCopier:
 
     def _source_consumer(self) -> Consumer:
         if self._source is None:
-            self._source = Consumer(client_config(
-                self.cfg.cluster(self.flow.source), self.resolve,
-                **{"group.id": f"{self.group}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
-                   "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
-                   "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
-                   "queued.max.messages.kbytes": 256 * 1024},
-            ))
+            self._source = Consumer(self.source_consumer_config())
         return self._source
+
+    def source_consumer_config(self) -> dict[str, Any]:
+        return client_config(
+            self.cfg.cluster(self.flow.source), self.resolve,
+            **{"group.id": f"{self.group}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
+               "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
+               "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
+               "queued.max.messages.kbytes": 256 * 1024, **self.consumer_overrides},
+        )
 
     def _progress_consumer(self) -> Consumer:
         """A group-less-in-practice consumer on the target: it only reads and stamps the
@@ -482,7 +513,7 @@ class RangeCopier:
         target_topic, topic, partition, end = spec.target_topic, spec.topic, spec.partition, spec.end
         read = written = filtered = nbytes = dead_lettered = 0
         keep_ts, precise = self.keep_timestamp, chunk.precise
-        wait = min(0.1, self.chunk_seconds / 4)
+        wait = read_wait(self.chunk_seconds)
 
         next_offset, done = chunk.first_offset, False
         deadline = time.monotonic() + self.chunk_seconds

@@ -191,14 +191,15 @@ class ReplicationStreamReader(DataSourceStreamReader):
         as each thread needs its own consumer). Keyed by the config file's mtime too (a rewritten
         config gets a fresh copier) and by the options it is built with (a --reset-progress run
         must not reuse a strict one)."""
-        from kafka_dr.kafka.copier import RangeCopier
+        from kafka_dr.kafka.copier import RangeCopier, streaming_fetch
 
         o = self.options
         key = self._copier_key(stream_key)
         copier = _copiers.get(key)
         if copier is None:
             cfg, flow = _load(o)
-            kw = {"chunk_seconds": float(o.get("commit_seconds") or 0.1)} if stream_key else {}
+            seconds = float(o.get("commit_seconds") or 0.1)
+            kw = {"chunk_seconds": seconds, "consumer_overrides": streaming_fetch(seconds)} if stream_key else {}
             copier = RangeCopier(cfg, flow, _resolver(), chunk_records=int(o.get("chunk_records", 50_000)),
                                  allow_reset=o.get("allow_reset", "false").lower() == "true", **kw)
             _copiers[key] = copier

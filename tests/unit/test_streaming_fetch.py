@@ -1,0 +1,35 @@
+"""Streaming copies ask the broker to hold a fetch a little (kafka_dr.kafka.copier.streaming_fetch);
+fixed ranges must not (a small range's last fetch would wait out the timeout)."""
+
+import textwrap
+
+from kafka_dr.kafka.copier import read_wait, streaming_fetch
+from kafka_dr.spark import source
+from kafka_dr.spark.source import ReplicationStreamReader
+
+CONFIG = textwrap.dedent("""\
+    clusters:
+      east: {bootstrap_servers: "127.0.0.1:1"}
+      west: {bootstrap_servers: "127.0.0.1:2"}
+    flows:
+      - {name: east_to_west, source: east, target: west, topics: {allow: ["orders"]}}
+""")
+
+
+def test_the_broker_holds_a_fetch_a_little_less_than_the_copier_waits_for_a_read():
+    assert read_wait(0.1) == 0.025 and read_wait(5.0) == 0.1
+    assert streaming_fetch(0.1) == {"fetch.wait.max.ms": 20, "fetch.min.bytes": 256 * 1024}
+    assert streaming_fetch(1.0)["fetch.wait.max.ms"] == 80  # the read wait stops at 0.1 s
+    assert streaming_fetch(0.001)["fetch.wait.max.ms"] == 1  # never 0 (a busy loop)
+
+
+def test_only_a_streaming_tasks_copier_gets_the_settings(tmp_path, monkeypatch):
+    monkeypatch.setattr(source, "_copiers", {})
+    path = tmp_path / "dr.yaml"
+    path.write_text(CONFIG)
+    reader = ReplicationStreamReader({"config": str(path), "flow": "east_to_west", "commit_seconds": "0.2"})
+    streaming = reader._copier(("stream", "orders", 0)).source_consumer_config()
+    fixed = reader._copier().source_consumer_config()
+    assert streaming["fetch.wait.max.ms"] == 40 and streaming["fetch.min.bytes"] == 256 * 1024
+    assert "fetch.wait.max.ms" not in fixed and "fetch.min.bytes" not in fixed
+    assert streaming["isolation.level"] == fixed["isolation.level"] == "read_committed"
