@@ -11,8 +11,8 @@ from pathlib import Path
 SYSTEMS = ("ours", "mm2", "rawpipe")
 #: --quick only proves the benchmark works (CI); the full run is what the docs report
 #: (every system started once, all together: see kafka_dr.bench.run.one_start_phases)
-QUICK = {"records": 5_000, "latency_rate": 1000, "latency_seconds": 2.0, "warmup_seconds": 0.5}
-FULL = {"records": 1_000_000, "latency_rate": 5000, "latency_seconds": 30.0, "warmup_seconds": 5.0}
+QUICK = {"records": 5_000, "latency_rate": 1000, "latency_seconds": 2.0, "warmup_seconds": 0.5, "warmup_records": 0}
+FULL = {"records": 1_000_000, "latency_rate": 5000, "latency_seconds": 30.0, "warmup_seconds": 5.0, "warmup_records": 1_000_000}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--systems", default=",".join(SYSTEMS), help="which systems, comma-separated (default all: ours,mm2,rawpipe)")
     p.add_argument("--dir", type=Path, default=None, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab); started if not running")
     p.add_argument("--keep-topics", action="store_true", help="keep the run's topics on the lab (deleted at the end by default)")
+    p.add_argument("--warmup-records", type=int, default=None,
+                   help=f"unmeasured records through both brokers first (default {FULL['warmup_records']:,}; --quick: 0)")
     p.add_argument("--base-port", type=int, default=19092, help="first broker port if the lab has to be started")
 
 
@@ -45,7 +47,8 @@ def run(a: argparse.Namespace) -> int:
                      sizes=[int(s) for s in a.sizes.split(",") if s.strip()], partitions=a.partitions,
                      latency_rate=a.latency_rate or preset["latency_rate"], latency_seconds=a.latency_seconds or preset["latency_seconds"],
                      warmup_seconds=preset["warmup_seconds"], systems=tuple(s.strip() for s in a.systems.split(",") if s.strip()),
-                     one_start=a.quick, keep_topics=a.keep_topics)
+                     one_start=a.quick, keep_topics=a.keep_topics,
+                     warmup_records=preset["warmup_records"] if a.warmup_records is None else a.warmup_records)
     print(table(flat))
     print(json_line(flat), flush=True)
     return 0

@@ -11,6 +11,9 @@ pinged until a record comes through, then a steady producer runs at ``latency_ra
 (below saturation); after a warm-up, every record's arrival time on the target minus its
 produce timestamp is one sample. p50/p99 over the samples.
 
+Broker warm-up (full runs): before anything is measured, ``warmup_records`` 100-byte records
+are produced on ``east`` and copied to ``west`` by the raw pipe, unmeasured (:func:`warm_brokers`).
+
 Memory: peak RSS of each system's process tree (sampled every 250 ms), per phase.
 Systems run one after another, never at the same time.
 
@@ -50,6 +53,23 @@ log = logging.getLogger("kafka_dr.bench")
 def failed(metrics, error: Exception, **known) -> dict:
     """A phase that failed: every figure present (``None``), the error's first line kept."""
     return {**{m: None for m in metrics}, **known, "error": (str(error).strip().splitlines() or [repr(error)])[0][:300]}
+
+
+def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, timeout: float, say=print) -> None:
+    """Unmeasured traffic through both brokers before the first measured phase.
+
+    Why: a broker's JVM compiles its hot code during its first minute of traffic. Measured per
+    thread on a lab the bench had just started: the brokers' C2 compiler threads took 0.6-1 of
+    this machine's 2 cores for about 30 s. The first system measured (ours, at 100 B) paid for
+    it and the others did not. Produce and fetch paths are warmed this way; every system's own
+    start-up (JVM, Spark) stays in its figures as before."""
+    topic = f"{run}.warmup"
+    ensure_topic(AdminClient(client_config(cfg.cluster("east"))), topic, partitions)
+    t0 = time.monotonic()
+    load.produce_backlog(cfg.cluster("east"), topic, records, 100, partitions)
+    ends = load.end_offsets(AdminClient(client_config(cfg.cluster("east"))), topic, partitions)
+    backlog_phase(RawPipe(cfg, workdir), topic, partitions, 100, ends, timeout)
+    say(f"[bench] brokers warmed up: {records:,} records produced and copied in {time.monotonic() - t0:.1f}s (not measured)")
 
 
 def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
@@ -227,7 +247,7 @@ def _backlog_while_running(system: System, topic: str, partitions: int, size: in
 def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,
               latency_rate: int = 5000, latency_seconds: float = 30.0, warmup_seconds: float = 5.0,
               systems: tuple[str, ...] = ("ours", "mm2", "rawpipe"), timeout: float = 900.0, say=print, one_start: bool = False,
-              keep_topics: bool = False) -> dict:
+              keep_topics: bool = False, warmup_records: int = 0) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
     run = f"bench.{uuid.uuid4().hex[:6]}"
@@ -242,6 +262,8 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
             results = one_start_phases(sys_objs, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
                                        min(timeout, 300), say)
             return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
+        if warmup_records > 0:
+            warm_brokers(cfg, workdir, run, warmup_records, partitions, timeout, say)
         results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
         for size in sizes:
             topic = f"{run}.s{size}"
