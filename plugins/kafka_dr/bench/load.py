@@ -63,6 +63,42 @@ def produce_backlog(cluster: ClusterConfig, topic: str, records: int, size: int,
     return time.monotonic() - t0
 
 
+def transactional_traffic(cluster: ClusterConfig, topic: str, partitions: int, seconds: float, group: str) -> int:
+    """For ``seconds``: one thread per partition, each a transactional producer committing small
+    transactions (10 records and an offset commit for ``group``), as an exactly-once copier
+    does. Returns how many transactions were committed. Raises if one fails."""
+    counts, errors = [0] * partitions, []
+    end = time.monotonic() + seconds
+
+    def run(p: int) -> None:
+        try:
+            prod = producer(cluster, **{"transactional.id": f"{topic}.{p}", "linger.ms": 5})
+            group_consumer = Consumer(client_config(cluster, **{"group.id": group}))
+            meta = group_consumer.consumer_group_metadata()
+            group_consumer.close()
+            prod.init_transactions(30)
+            n = 0
+            while time.monotonic() < end:
+                prod.begin_transaction()
+                for _ in range(10):
+                    prod.produce(topic, value=value_of(n, 100), partition=p, headers=_headers(n))
+                    n += 1
+                prod.send_offsets_to_transaction([TopicPartition(topic, p, n)], meta, 30)
+                prod.commit_transaction(30)
+                counts[p] += 1
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            errors.append(f"partition {p}: {e}")
+
+    threads = [threading.Thread(target=run, args=(p,), daemon=True) for p in range(partitions)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + 120)
+    if errors:
+        raise RuntimeError(f"transactions on {topic} failed: {errors[0]}")
+    return sum(counts)
+
+
 def end_offsets(admin: AdminClient, topic: str, partitions: int, committed: bool = False) -> list[int]:
     level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
     fs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}, isolation_level=level,

@@ -12,7 +12,8 @@ pinged until a record comes through, then a steady producer runs at ``latency_ra
 produce timestamp is one sample. p50/p99 over the samples.
 
 Broker warm-up (full runs): before anything is measured, ``warmup_records`` 100-byte records
-are produced on ``east`` and copied to ``west`` by the raw pipe, unmeasured (:func:`warm_brokers`).
+are produced on ``east`` and copied to ``west`` by the raw pipe, and small transactions run
+on ``west`` for 30 s, unmeasured (:func:`warm_brokers`).
 
 Memory: peak RSS of each system's process tree (sampled every 250 ms), per phase.
 Systems run one after another, never at the same time.
@@ -55,21 +56,33 @@ def failed(metrics, error: Exception, **known) -> dict:
     return {**{m: None for m in metrics}, **known, "error": (str(error).strip().splitlines() or [repr(error)])[0][:300]}
 
 
-def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, timeout: float, say=print) -> None:
-    """Unmeasured traffic through both brokers before the first measured phase.
+#: seconds of small transactions on the target before anything is measured (full runs)
+WARMUP_TRANSACTION_SECONDS = 30.0
 
-    Why: a broker's JVM compiles its hot code during its first minute of traffic. Measured per
-    thread on a lab the bench had just started: the brokers' C2 compiler threads took 0.6-1 of
-    this machine's 2 cores for about 30 s. The first system measured (ours, at 100 B) paid for
-    it and the others did not. Produce and fetch paths are warmed this way; every system's own
-    start-up (JVM, Spark) stays in its figures as before."""
+
+def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, timeout: float, say=print) -> None:
+    """Unmeasured traffic of every kind the systems send, through both brokers, before the first
+    measured phase: ``records`` records produced on ``east`` and copied to ``west`` by the raw
+    pipe, then :data:`WARMUP_TRANSACTION_SECONDS` of small transactions on ``west``.
+
+    Why: a broker's JVM compiles its hot code during its first minute of each kind of traffic.
+    Measured per thread on a lab the bench had just started, the brokers' C2 compiler threads
+    took 0.6-1 of this machine's 2 cores for about 30 s, and the first system measured (ours,
+    at 100 B) paid for it. Transactions are a path of their own: on a fresh lab our first
+    latency run had p50 104 ms in its first 10 s and 59 ms in its last, and the next run on
+    the same brokers 51-60 ms throughout. Every system's own start-up (JVM, Spark) stays in
+    its figures as before."""
+    east, west = cfg.cluster("east"), cfg.cluster("west")
     topic = f"{run}.warmup"
-    ensure_topic(AdminClient(client_config(cfg.cluster("east"))), topic, partitions)
+    ensure_topic(AdminClient(client_config(east)), topic, partitions)
+    ensure_topic(AdminClient(client_config(west)), f"{topic}.txn", partitions)
     t0 = time.monotonic()
-    load.produce_backlog(cfg.cluster("east"), topic, records, 100, partitions)
-    ends = load.end_offsets(AdminClient(client_config(cfg.cluster("east"))), topic, partitions)
+    load.produce_backlog(east, topic, records, 100, partitions)
+    ends = load.end_offsets(AdminClient(client_config(east)), topic, partitions)
     backlog_phase(RawPipe(cfg, workdir), topic, partitions, 100, ends, timeout)
-    say(f"[bench] brokers warmed up: {records:,} records produced and copied in {time.monotonic() - t0:.1f}s (not measured)")
+    txns = load.transactional_traffic(west, f"{topic}.txn", partitions, WARMUP_TRANSACTION_SECONDS, group=f"{topic}.txn")
+    say(f"[bench] brokers warmed up in {time.monotonic() - t0:.1f}s (not measured): {records:,} records produced and copied, "
+        f"{txns:,} transactions")
 
 
 def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
