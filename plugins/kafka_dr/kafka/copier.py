@@ -284,6 +284,8 @@ class RangeCopier:
         return self._source
 
     def source_consumer_config(self) -> dict[str, Any]:
+        """The source consumer's settings: ``read_committed``, large fetches, no committed
+        offsets of its own (progress lives on the target), plus ``consumer_overrides``."""
         return client_config(
             self.cfg.cluster(self.flow.source), self.resolve,
             **{"group.id": f"{self.group}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
