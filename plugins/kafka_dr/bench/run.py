@@ -74,11 +74,12 @@ def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, ti
     its figures as before."""
     east, west = cfg.cluster("east"), cfg.cluster("west")
     topic = f"{run}.warmup"
-    ensure_topic(AdminClient(client_config(east)), topic, partitions)
+    e_admin = AdminClient(client_config(east))
+    ensure_topic(e_admin, topic, partitions)
     ensure_topic(AdminClient(client_config(west)), f"{topic}.txn", partitions)
     t0 = time.monotonic()
     load.produce_backlog(east, topic, records, 100, partitions)
-    ends = load.end_offsets(AdminClient(client_config(east)), topic, partitions)
+    ends = load.end_offsets(e_admin, topic, partitions)
     backlog_phase(RawPipe(cfg, workdir), topic, partitions, 100, ends, timeout)
     txns = load.transactional_traffic(west, f"{topic}.txn", partitions, WARMUP_TRANSACTION_SECONDS, group=f"{topic}.txn")
     say(f"[bench] brokers warmed up in {time.monotonic() - t0:.1f}s (not measured): {records:,} records produced and copied, "
