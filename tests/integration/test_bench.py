@@ -59,3 +59,29 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     for cluster in lab_config.clusters.values():
         left = [t for t in AdminClient(client_config(cluster)).list_topics(timeout=30).topics if figures["run"] in t]
         assert not left, (cluster.name, left)
+
+
+def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(lab, lab_config):
+    """``--systems mm2eos`` (left out of ``--quick`` by default): MirrorMaker 2 runs with its
+    exactly-once source support, the backlog's completion is read from its committed source
+    offsets, and a ``read_committed`` count finds every record exactly once."""
+    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "mm2eos",
+                           "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "0"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figures["mm2eos_guarantee"].startswith("exactly-once")
+    assert figures["mm2eos_s100_copied"] == 3000 and figures["mm2eos_s100_complete"] is True
+    assert figures["mm2eos_latency_samples"] > 0
+    logs = list((lab.root / "bench" / figures["run"] / "mm2eos").glob("*/mm2.log"))
+    assert len(logs) == 2, logs  # the backlog's run and the latency run
+    for log in logs:
+        text = log.read_text(errors="replace")
+        assert "exactly.once.source.support = enabled" in text and "transactional.id = kafka-dr-bench-mm2eos." in text, log
+
+
+def test_an_unknown_system_is_refused_before_anything_starts(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), "--systems", "ours,mm3"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "unknown mm3" in proc.stderr and "mm2eos" in proc.stderr
+    assert not (tmp_path / "nolab").exists()

@@ -17,17 +17,19 @@ def latency(p50, p99):
 
 RESULTS = {"ours": {"s100": backlog(800, 0.08), "latency": latency(900.0, 1500.0)},
            "mm2": {"s100": backlog(1000, 0.1), "latency": latency(30.0, 100.0)},
+           "mm2eos": {"s100": backlog(400, 0.04), "latency": latency(300.0, 3000.0)},
            "rawpipe": {"s100": backlog(1600, 0.16), "latency": latency(10.0, 20.0)}}
-GUARANTEES = {"ours": "exactly-once", "mm2": "at-least-once", "rawpipe": "none"}
+GUARANTEES = {"ours": "exactly-once", "mm2": "at-least-once", "mm2eos": "exactly-once (MirrorMaker 2)", "rawpipe": "none"}
 
 
 def test_flatten_has_every_figure_and_the_ratios():
     flat = flatten(PARAMS, GUARANTEES, RESULTS)
-    assert expected_keys(["ours", "mm2", "rawpipe"], [100]) <= set(flat)
+    assert expected_keys(["ours", "mm2", "mm2eos", "rawpipe"], [100]) <= set(flat)
     assert flat["ours_s100_records_per_s"] == 800 and flat["mm2_latency_p99_ms"] == 100.0
     assert flat["ratio_ours_mm2_s100_records_per_s"] == 0.8
     assert flat["ratio_ours_rawpipe_s100_records_per_s"] == 0.5
     assert flat["ratio_ours_mm2_latency_p99_ms"] == 15.0
+    assert flat["ratio_ours_mm2eos_s100_records_per_s"] == 2.0 and flat["ratio_ours_mm2eos_latency_p99_ms"] == 0.5
 
 
 def test_ratio_is_none_without_a_figure():
@@ -38,7 +40,7 @@ def test_table_names_every_system_and_the_json_line_is_one_line():
     flat = flatten(PARAMS, GUARANTEES, RESULTS)
     text = table(flat)
     assert "Throughput (backlog)" in text and "End-to-end latency" in text
-    for s in ("ours", "mm2", "rawpipe", "exactly-once", "at-least-once"):
+    for s in ("ours", "mm2", "mm2eos", "rawpipe", "exactly-once", "at-least-once"):
         assert s in text
     assert "\n" not in json_line(flat)
 
@@ -48,3 +50,17 @@ def test_mm2_checkpoint_wire_format():
     key = b"\x00\x02g1" + b"\x00\x06east.t" + b"\x00\x00\x00\x03"
     value = b"\x00\x00" + (137).to_bytes(8, "big") + (101).to_bytes(8, "big") + b"\x00\x00"
     assert decode_checkpoint(key, value) == Mm2Checkpoint("g1", "east.t", 3, 137, 101, "")
+
+
+def test_mm2_properties_enable_exactly_once_for_the_target_and_name_remote_topics_apart():
+    from kafka_dr.bench.mm2 import Mm2Settings, mm2_properties
+    from kafka_dr.core.config import ClusterConfig
+
+    east, west = ClusterConfig(name="east", bootstrap_servers="127.0.0.1:1"), ClusterConfig(name="west", bootstrap_servers="127.0.0.1:2")
+    plain = mm2_properties(east, west, "t", Mm2Settings())
+    assert "exactly.once" not in plain and "separator" not in plain
+    eos = mm2_properties(east, west, "t", Mm2Settings(exactly_once=True, separator=".eos."))
+    lines = set(eos.splitlines())
+    assert {"west.exactly.once.source.support = enabled", "dedicated.mode.enable.internal.rest = true",
+            "replication.policy.separator = .eos.", "east.consumer.isolation.level = read_committed"} <= lines
+    assert "east.exactly.once.source.support = enabled" not in lines  # only the target is written to

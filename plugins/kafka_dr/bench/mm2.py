@@ -46,6 +46,11 @@ class Mm2Settings:
     interval_seconds: int = 1
     offset_lag_max: int | None = None  # MirrorMaker's default (100) when None
     extra: dict[str, str] = field(default_factory=dict)
+    #: MirrorMaker's exactly-once source support (Kafka >= 3.5, dedicated mode): each task
+    #: writes a poll's records and its source offsets in one transaction on the target
+    exactly_once: bool = False
+    #: ``replication.policy.separator``: remote topics are ``<source><separator><topic>``
+    separator: str = "."
     #: names the Connect worker group and its config/offset/status topics, so each run starts
     #: clean instead of resuming an earlier run's connector configs (MirrorMaker's default
     #: names depend on the source alias alone)
@@ -79,6 +84,10 @@ def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: s
         f"sync.group.offsets.enabled = {str(s.sync_group_offsets).lower()}",
         f"sync.group.offsets.interval.seconds = {max(1, s.interval_seconds)}",
         *([f"offset.lag.max = {s.offset_lag_max}"] if s.offset_lag_max is not None else []),
+        *([f"replication.policy.separator = {s.separator}"] if s.separator != "." else []),
+        # exactly-once needs the workers' internal REST API (KIP-710), here on a free loopback port
+        *([f"{b}.exactly.once.source.support = enabled", "dedicated.mode.enable.internal.rest = true",
+           "listeners = http://127.0.0.1:0"] if s.exactly_once else []),
         *(f"{b}.producer.{k} = {v}" for k, v in s.producer.items()),
         *(f"{a}.consumer.{k} = {v}" for k, v in s.consumer.items()),
         *(f"{k} = {v}" for k, v in s.extra.items()),
@@ -112,11 +121,16 @@ class MirrorMaker2:
 
     def remote_topic(self, topic: str) -> str:
         """Where MirrorMaker's DefaultReplicationPolicy puts ``topic``."""
-        return f"{self.source.name}.{topic}"
+        return f"{self.source.name}{self.settings.separator}{topic}"
 
     @property
     def checkpoints_topic(self) -> str:
         return f"{self.source.name}.checkpoints.internal"
+
+    @property
+    def offsets_topic(self) -> str:
+        """Where the Connect worker keeps the tasks' source offsets (on the target)."""
+        return f"{self.settings.run_id}-offsets.internal"
 
     def command(self) -> list[str]:
         jars = ensure_jars(self.kafka_version) if self.kafka_version else ensure_jars()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-SYSTEMS = ("ours", "mm2", "rawpipe")
+SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe")
 BACKLOG_METRICS = ("records_per_s", "mb_per_s", "copy_seconds", "startup_seconds", "records", "copied", "complete", "peak_rss_mb")
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb")
 
@@ -28,7 +28,7 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
         for phase, figures in phases.items():
             for metric, v in figures.items():
                 out[f"{system}_{phase}_{metric}"] = v
-    for other in ("mm2", "rawpipe"):
+    for other in SYSTEMS[1:]:
         if "ours" not in results or other not in results:
             continue
         for phase in results["ours"]:

@@ -1,15 +1,16 @@
-"""The three systems under test behind one small interface.
+"""The four systems under test behind one small interface.
 
 Each replicates one source topic of the lab's ``east`` into a target topic of its own on
 ``west`` (so runs never interfere): ours into the same name (provenance policy, as the lab's
-flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy), the raw pipe into
-``raw.<topic>``. ``start(topics, continuous)`` launches the system as its own process (tree)
+flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy), MirrorMaker 2
+with exactly-once into ``east.eos.<topic>``, the raw pipe into ``raw.<topic>``. ``start(topics, continuous)`` launches the system as its own process (tree)
 for one topic or several,
 ``done(...)`` says whether a backlog is completely copied, ``stop()`` ends it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 
 import yaml
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench.mm2 import MirrorMaker2, Mm2Settings
@@ -156,18 +157,66 @@ class Mm2(System):
         self.mm: MirrorMaker2 | None = None
 
     def target_topic(self, topic: str) -> str:
-        return f"{self.source.name}.{topic}"
+        return f"{self.source.name}{self.settings.separator}{topic}"
 
     def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
         topics = [topics] if isinstance(topics, str) else topics
         self.settings.tasks = partitions * len(topics)
-        self.settings.run_id = f"kafka-dr-bench-mm2.{topics[0]}"
+        self.settings.run_id = f"kafka-dr-bench-{self.name}.{topics[0]}"
         self.mm = MirrorMaker2(self.workdir / topics[0], self.source, self.target, "|".join(re.escape(t) for t in topics),
                                self.settings).start()
         self.proc = self.mm.proc
 
     def log_tail(self, n: int = 30) -> str:
         return self.mm.log_tail(n) if self.mm else ""
+
+
+class Mm2ExactlyOnce(Mm2):
+    """MirrorMaker 2 with its exactly-once source support: the like-for-like comparison for
+    ours (each poll's records and source offsets in one transaction; ``read_committed``
+    readers). Its remote topics are ``east.eos.<topic>``, so both MirrorMaker runs of one
+    bench run write topics of their own."""
+
+    name = "mm2eos"
+    guarantee = "exactly-once (MirrorMaker 2 EOS source, txns)"
+
+    def __init__(self, cfg: DrConfig, workdir: Path) -> None:
+        super().__init__(cfg, workdir, Mm2Settings(exactly_once=True, separator=".eos."))
+        self._offsets: Consumer | None = None
+        self._copied: dict[tuple[str, int], int] = {}
+
+    def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
+        super().start(topics, partitions, continuous)
+        self._close_offsets()
+
+    def done(self, topic: str, partitions: int, source_ends: list[int], target_total: int) -> bool:
+        """Copy complete = MirrorMaker's committed source offsets reached every partition's end
+        (read ``read_committed`` from its offsets topic: they commit with the records, and
+        end offsets cannot tell, as commit markers take offsets too)."""
+        if self._offsets is None:
+            self._offsets = Consumer(client_config(self.target, **{
+                "group.id": f"kafka-dr-bench-{self.name}-done", "enable.auto.commit": False, "isolation.level": "read_committed"}))
+        if not self._offsets.assignment():
+            meta = self._offsets.list_topics(self.mm.offsets_topic, timeout=5).topics.get(self.mm.offsets_topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                return False  # MirrorMaker has not created it yet
+            self._offsets.assign([TopicPartition(self.mm.offsets_topic, p, OFFSET_BEGINNING) for p in meta.partitions])
+        for m in self._offsets.consume(num_messages=10_000, timeout=0.05):
+            if m.error() is None and m.key() and m.value():
+                _, where = json.loads(m.key())
+                key = (where.get("topic"), int(where.get("partition", -1)))
+                self._copied[key] = max(self._copied.get(key, -1), int(json.loads(m.value())["offset"]))
+        return all(self._copied.get((topic, p), -1) + 1 >= end for p, end in enumerate(source_ends))
+
+    def _close_offsets(self) -> None:
+        if self._offsets is not None:
+            self._offsets.close()
+            self._offsets = None
+        self._copied.clear()
+
+    def stop(self, grace: float = 60.0) -> None:
+        super().stop(grace)
+        self._close_offsets()
 
 
 class RawPipe(System):
