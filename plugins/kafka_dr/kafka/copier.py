@@ -43,6 +43,16 @@ log = logging.getLogger(__name__)
 #: the end of an open range: copy what arrives until told to stop (continuous flows' streaming tasks)
 OPEN = 2**62
 
+#: The replication job's records per transaction (``--chunk-records``; a chunk also ends after
+#: ``chunk_seconds``, 5 s for fixed ranges, and a streaming chunk as soon as it has caught up).
+#: Each commit first waits for every record of the chunk to be acknowledged, so a backlog's
+#: copy stalls once per chunk. Measured on the lab (1,000,000 records of 100 B, 8 ranges of
+#: 125,000, five runs of each, interleaved): 137,000 records/s on average with 50,000 per
+#: chunk, 151,000 with 200,000 (4 of 5 pairs faster); 1 KiB showed no difference beyond
+#: noise; the workers' peak RSS grew by about 170 MB. Tests and other callers of
+#: :class:`RangeCopier` keep its own default.
+JOB_CHUNK_RECORDS = 200_000
+
 #: ``on_commit(result, next_offset, new latency samples)``: see :meth:`RangeCopier.copy`
 OnCommit = Callable[["RangeResult", int, list], None]
 

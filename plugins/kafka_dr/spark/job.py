@@ -28,6 +28,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS
+
 log = logging.getLogger("kafka_dr.replicate")
 
 
@@ -41,7 +43,7 @@ class JobOptions:
     max_restarts: int = 5
     stop_file: str | None = None
     allow_reset: bool = False
-    chunk_records: int = 50_000
+    chunk_records: int = JOB_CHUNK_RECORDS  #: records per transaction at most (see there)
     master: str | None = None  # None: as spark-submit says
     #: at most this many records per source partition per micro-batch (0: no cap). Spreads a
     #: large backlog over several batches; an incremental run copies one batch only.
@@ -323,7 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reset-progress", "--allow-reset", dest="allow_reset", action="store_true",
                    help="resume partitions whose progress state was lost after the last copy found on the target "
                         "(without it the job refuses to start them: ProgressLost)")
-    p.add_argument("--chunk-records", type=int, default=50_000)
+    p.add_argument("--chunk-records", type=int, default=JOB_CHUNK_RECORDS,
+                   help=f"records per transaction at most (default {JOB_CHUNK_RECORDS:,})")
     p.add_argument("--max-records-per-batch", type=int, default=0,
                    help="at most this many records per source partition per micro-batch (0: no cap)")
     p.add_argument("--task-seconds", type=float, default=30.0,

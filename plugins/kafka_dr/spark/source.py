@@ -179,8 +179,10 @@ class ReplicationStreamReader(DataSourceStreamReader):
             yield tuple(d[f] for f in FIELDS)
 
     def _copier_key(self, stream_key: tuple = ()) -> tuple:
+        from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS
+
         o = self.options
-        return (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"), o.get("chunk_records", "50000"),
+        return (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"), o.get("chunk_records", str(JOB_CHUNK_RECORDS)),
                 *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()))
 
     def _forget_copier(self, stream_key: tuple) -> None:
@@ -191,7 +193,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
         as each thread needs its own consumer). Keyed by the config file's mtime too (a rewritten
         config gets a fresh copier) and by the options it is built with (a --reset-progress run
         must not reuse a strict one)."""
-        from kafka_dr.kafka.copier import RangeCopier, streaming_fetch
+        from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS, RangeCopier, streaming_fetch
 
         o = self.options
         key = self._copier_key(stream_key)
@@ -200,7 +202,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
             cfg, flow = _load(o)
             seconds = float(o.get("commit_seconds") or 0.1)
             kw = {"chunk_seconds": seconds, "consumer_overrides": streaming_fetch(seconds)} if stream_key else {}
-            copier = RangeCopier(cfg, flow, _resolver(), chunk_records=int(o.get("chunk_records", 50_000)),
+            copier = RangeCopier(cfg, flow, _resolver(), chunk_records=int(o.get("chunk_records", JOB_CHUNK_RECORDS)),
                                  allow_reset=o.get("allow_reset", "false").lower() == "true", **kw)
             _copiers[key] = copier
         return copier
