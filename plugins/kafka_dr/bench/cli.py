@@ -8,7 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
-SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe")
+from kafka_dr.bench.report import SYSTEMS
+
 #: --quick only proves the benchmark works (CI); the full run is what the docs report
 #: (every system started once, all together: see kafka_dr.bench.run.one_start_phases).
 #: --quick leaves MirrorMaker 2 with exactly-once out by default: a fourth JVM starting at the

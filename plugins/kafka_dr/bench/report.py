@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+#: every system the bench knows, ours first (the ratios are ours / each other one)
 SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe")
 BACKLOG_METRICS = ("records_per_s", "mb_per_s", "copy_seconds", "startup_seconds", "records", "copied", "complete", "peak_rss_mb")
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb")

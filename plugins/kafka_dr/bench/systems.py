@@ -3,9 +3,9 @@
 Each replicates one source topic of the lab's ``east`` into a target topic of its own on
 ``west`` (so runs never interfere): ours into the same name (provenance policy, as the lab's
 flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy), MirrorMaker 2
-with exactly-once into ``east.eos.<topic>``, the raw pipe into ``raw.<topic>``. ``start(topics, continuous)`` launches the system as its own process (tree)
-for one topic or several,
-``done(...)`` says whether a backlog is completely copied, ``stop()`` ends it.
+with exactly-once into ``east.eos.<topic>``, the raw pipe into ``raw.<topic>``.
+``start(topics, continuous)`` launches the system as its own process (tree) for one topic or
+several, ``done(...)`` says whether a backlog is completely copied, ``stop()`` ends it.
 """
 
 from __future__ import annotations

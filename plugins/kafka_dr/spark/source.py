@@ -182,8 +182,8 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS
 
         o = self.options
-        return (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"), o.get("chunk_records", str(JOB_CHUNK_RECORDS)),
-                *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()))
+        return (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"),
+                o.get("chunk_records", str(JOB_CHUNK_RECORDS)), *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()))
 
     def _forget_copier(self, stream_key: tuple) -> None:
         _copiers.pop(self._copier_key(stream_key), None)
