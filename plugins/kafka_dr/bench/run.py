@@ -43,7 +43,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench import load
 from kafka_dr.bench.procmem import PeakRss
-from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, flatten
+from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, flatten
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
@@ -261,7 +261,7 @@ def _backlog_while_running(system: System, topic: str, partitions: int, size: in
 
 def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,
               latency_rate: int = 5000, latency_seconds: float = 30.0, warmup_seconds: float = 5.0,
-              systems: tuple[str, ...] = ("ours", "mm2", "mm2eos", "rawpipe"), timeout: float = 900.0, say=print, one_start: bool = False,
+              systems: tuple[str, ...] = SYSTEMS, timeout: float = 900.0, say=print, one_start: bool = False,
               keep_topics: bool = False, warmup_records: int = 0) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
