@@ -148,6 +148,82 @@ def test_a_failed_task_detaches_its_other_partitions():
     assert s.task_end <= time.monotonic() and not s.finished, "still copying, but between tasks"
 
 
+class FakeTaskCopier:
+    """A whole task's copier: commits 10 records of every partition every 5 ms, from offset 100."""
+
+    class flow:
+        name = "f"
+
+    def __init__(self) -> None:
+        self.copies, self.specs_seen, self.position = 0, [], {}
+
+    def lag(self, spec, position: int) -> int:
+        return 0
+
+    def copy(self, specs, until, on_commit, may_redo):
+        self.copies += 1
+        self.specs_seen.append([(s.topic, s.partition) for s in specs])
+        results = [RangeResult("f", s.topic, s.partition, s.target_topic, s.start, self.position.setdefault(s.partition, 100), s.end)
+                   for s in specs]
+        for r in results:
+            on_commit(r, self.position[r.partition], [])
+        while not until():
+            time.sleep(0.005)
+            for r in results:  # one transaction: every partition's records at once
+                self.position[r.partition] += 10
+                r.read += 10
+                r.written += 10
+                r.transactions += 1
+                on_commit(r, self.position[r.partition], [5])
+        return results
+
+
+def whole_task(copier, ranges, seconds=0.2):
+    return streams.run_task(ranges, seconds, None, ("k",), lambda key: copier if key == (streams.TASK,) else None,
+                            lambda _k: None, "f", whole=True)
+
+
+def test_a_whole_task_copies_all_its_partitions_in_one_copy_and_rows_chain_per_partition():
+    copier = FakeTaskCopier()
+    ranges = [("t", 0, 0, "t"), ("t", 1, 0, "t")]
+    first = whole_task(copier, ranges)
+    time.sleep(0.1)
+    second = whole_task(copier, ranges)
+    assert copier.copies == 1, "one copy for both partitions, attached to by the second task"
+    assert [r["partition"] for r in first] == [0, 1] and [r["partition"] for r in second] == [0, 1]
+    for a, b in zip(first, second):
+        assert a["start"] == 100 and a["end"] == 100 + a["written"] > 100
+        assert b["start"] == a["end"] and b["end"] == b["start"] + b["written"]
+        assert b["latency_p50_ms"] == 5.0
+
+
+def test_a_whole_task_whose_partitions_changed_replaces_its_copy():
+    """A topic was added to the flow: the running copy ends after its transaction and a new one
+    copies the new set (one transaction must cover every partition of the task)."""
+    copier = FakeTaskCopier()
+    whole_task(copier, [("t", 0, 0, "t")], seconds=0.05)
+    old = streams._streams[("k", streams.TASK)]
+    rows = whole_task(copier, [("t", 0, 0, "t"), ("u", 0, 0, "u")], seconds=0.05)
+    assert not old.thread.is_alive() and old.finished
+    assert copier.specs_seen == [[("t", 0)], [("t", 0), ("u", 0)]]
+    assert [(r["topic"], r["start"]) for r in rows][0][0] == "t" and rows[1]["topic"] == "u"
+
+
+def test_a_stuck_whole_task_names_all_its_partitions(monkeypatch):
+    monkeypatch.setattr(streams, "STUCK_SECONDS", 0.05)
+    forgotten = []
+
+    class Stuck(FakeTaskCopier):
+        def copy(self, specs, until, on_commit, may_redo):
+            until()
+            time.sleep(0.5)  # one Kafka call that does not return
+            return []
+
+    with pytest.raises(RuntimeError, match=r"t\[0\], t\[1\]: a Kafka call did not return"):
+        streams.run_task([("t", 0, 0, "t"), ("t", 1, 0, "t")], 5, None, ("k",), lambda _k: Stuck(), forgotten.append, "f", whole=True)
+    assert forgotten == [(streams.TASK,)] and ("k", streams.TASK) not in streams._streams
+
+
 class FakeQuery:
     """A running query that never completes a batch (its task froze)."""
 

@@ -28,6 +28,13 @@ def transactional_id(internal_prefix: str, flow: str, source_topic: str, partiti
     return f"{internal_prefix}.{flow}.{source_topic}.{partition}"
 
 
+def task_transactional_id(internal_prefix: str, flow: str) -> str:
+    """The ``transactional.id`` of a streaming task that copies all of a flow's partitions in
+    one transaction (:mod:`kafka_dr.kafka.task_copier`). Never equal to a per-partition id,
+    which always ends in ``.<partition number>``."""
+    return f"{internal_prefix}.{flow}.task"
+
+
 def encode_metadata(source_topic: str, updated_ms: int) -> str:
     return json.dumps({"src": source_topic, "ts": updated_ms}, separators=(",", ":"))
 

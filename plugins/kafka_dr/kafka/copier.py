@@ -33,7 +33,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import Transform, router_for
-from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, transactional_id
+from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, task_transactional_id,
+                                    transactional_id)
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, unstable
 
@@ -179,7 +180,7 @@ class _Chunk:
 
 
 @dataclass
-class _Reports:
+class Reports:
     """What one producer's callbacks reported: the first delivery failure of the current chunk
     (error-only delivery reports) and the first lost connection to the target."""
 
@@ -193,6 +194,55 @@ class _Reports:
     def error(self, err: KafkaError) -> None:
         if err.code() in CONNECTION_LOST and not self.lost:
             self.lost.append(err)
+
+
+def transactional_producer(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, txn_id: str, reports: Reports,
+                           every_report: bool = False, overrides: dict[str, Any] | None = None) -> Producer:
+    """A copier's producer on the flow's target, its transactions initialised (which fences
+    every earlier producer of ``txn_id`` and aborts its open transaction)."""
+    conf = client_config(
+        cfg.cluster(flow.target), resolve,
+        **{
+            "transactional.id": txn_id,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 10,
+            "batch.size": 1_000_000,
+            "compression.type": "lz4",
+            "transaction.timeout.ms": 60_000,
+            "delivery.timeout.ms": 60_000,  # a refused or unreachable target surfaces within a minute
+            "queue.buffering.max.messages": 500_000,
+            "queue.buffering.max.kbytes": 512 * 1024,
+            **(overrides or {}),
+        },
+    )
+    # Delivery reports only for failures (librdkafka): a per-record Python callback was a
+    # fifth of a copy's time. A failure is noted; the chunk is then redone with per-record
+    # callbacks to name the record (RangeCopier._run_chunks). A seed map needs every record's
+    # target offset, so it keeps all reports.
+    conf["delivery.report.only.error"] = not every_report
+    conf["on_delivery"] = reports.delivery
+    # A lost connection to the target marks this producer: its next chunk is redone by a
+    # fresh one. librdkafka (2.16, issue #5511) can keep a restarted broker's retired handle
+    # as the group coordinator, and send_offsets_to_transaction then hangs (reproduced: 10
+    # minutes, every partition, on each target restart).
+    conf["error_cb"] = reports.error
+    p = Producer(conf)
+    p.init_transactions(30)
+    return p
+
+
+def fence(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, txn_ids: list[str]) -> None:
+    """Fence every producer of ``txn_ids`` on the flow's target: ``init_transactions`` with each
+    id bumps its epoch (an older instance's next call fails) and aborts its open transaction.
+
+    Why: a partition's progress is committed by whichever copier runs it, a per-partition
+    one (fixed ranges, ``--tasks`` > 1) or a streaming task's (one id for the flow's
+    partitions, :mod:`kafka_dr.kafka.task_copier`). Two ids on one partition fence nothing of
+    each other by themselves, so each kind fences the other's ids before it copies."""
+    for txn_id in txn_ids:
+        p = Producer(client_config(cfg.cluster(flow.target), resolve, **{"transactional.id": txn_id, "transaction.timeout.ms": 60_000}))
+        p.init_transactions(30)
 
 
 class RangeCopier:
@@ -214,11 +264,14 @@ class RangeCopier:
         transform: Transform | None = None,
         keep_timestamp: Callable[[int], bool] | None = None,
         seed_map_topic: str | None = None,
+        fence_task_streams: bool = True,
     ) -> None:
         """:param transform: replaces the flow's loop-policy transform (failback's re-seed).
         :param keep_timestamp: records whose timestamp it refuses are filtered (a time window).
         :param seed_map_topic: record runs of (source offset, target offset) in this topic of
             the target, in the same transaction as the records (failback's re-seed).
+        :param fence_task_streams: fence the flow's streaming-task transactional id before the
+            first copy (:func:`fence`); off only for a task copier's own helper.
         :param consumer_overrides: settings of the source consumer (streaming copies:
             :func:`streaming_fetch`)."""
         self.cfg = cfg
@@ -236,10 +289,12 @@ class RangeCopier:
         self.seed_map_topic = seed_map_topic
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self._producers: dict[tuple[str, int], Producer] = {}
-        self._reports: dict[tuple[str, int], _Reports] = {}  #: what each producer's callbacks reported
+        self._reports: dict[tuple[str, int], Reports] = {}  #: what each producer's callbacks reported
         self._source: Consumer | None = None
         self._kept: tuple[str, int, int] | None = None  #: (topic, partition, next offset) still assigned after an open range
         self._meta: Consumer | None = None
+        self.fence_task_streams = fence_task_streams
+        self._fenced = False
 
     # --- clients ---------------------------------------------------------------------
 
@@ -247,36 +302,15 @@ class RangeCopier:
         key = (topic, partition)
         p = self._producers.get(key)
         if p is None:
-            conf = client_config(
-                self.cfg.cluster(self.flow.target), self.resolve,
-                **{
-                    "transactional.id": transactional_id(self.cfg.internal_prefix, self.flow.name, topic, partition),
-                    "enable.idempotence": True,
-                    "acks": "all",
-                    "linger.ms": 10,
-                    "batch.size": 1_000_000,
-                    "compression.type": "lz4",
-                    "transaction.timeout.ms": 60_000,
-                    "delivery.timeout.ms": 60_000,  # a refused or unreachable target surfaces within a minute
-                    "queue.buffering.max.messages": 500_000,
-                    "queue.buffering.max.kbytes": 512 * 1024,
-                    **self.producer_overrides,
-                },
-            )
-            reports = self._reports[key] = _Reports()
-            # Delivery reports only for failures (librdkafka): a per-record Python callback
-            # was a fifth of a copy's time. A failure is noted; the chunk is then redone with
-            # per-record callbacks to name the record (_run_chunks). A seed map needs every
-            # record's target offset, so it keeps all reports.
-            conf["delivery.report.only.error"] = self.seed_map_topic is None
-            conf["on_delivery"] = reports.delivery
-            # A lost connection to the target marks this producer: its next chunk is redone by a
-            # fresh one. librdkafka (2.16, issue #5511) can keep a restarted broker's retired
-            # handle as the group coordinator, and send_offsets_to_transaction then hangs
-            # (reproduced: 10 minutes, every partition, on each target restart).
-            conf["error_cb"] = reports.error
-            p = Producer(conf)
-            p.init_transactions(30)
+            if self.fence_task_streams and not self._fenced:
+                # a streaming task's copier commits these partitions under the flow's task id: a
+                # zombie of it (a query that is gone, a worker that lives on) is fenced first
+                fence(self.cfg, self.flow, self.resolve, [task_transactional_id(self.cfg.internal_prefix, self.flow.name)])
+                self._fenced = True
+            reports = self._reports[key] = Reports()
+            p = transactional_producer(self.cfg, self.flow, self.resolve,
+                                       transactional_id(self.cfg.internal_prefix, self.flow.name, topic, partition), reports,
+                                       every_report=self.seed_map_topic is not None, overrides=self.producer_overrides)
             self._producers[key] = p
         return p
 
@@ -378,7 +412,7 @@ class RangeCopier:
             except _BelowLogStart as e:
                 # the source deleted records at or after our position (retention outran
                 # replication): read where its log starts now and redo from committed progress
-                log_start, partial = self._log_start(spec), getattr(e, "partial_result", partial)
+                log_start, partial = self.log_start(spec), getattr(e, "partial_result", partial)
             except Exception as e:
                 # Fenced, fatal or mid-transaction: a fresh producer (init_transactions) is the
                 # one state known to be clean.
@@ -400,7 +434,8 @@ class RangeCopier:
         _, high = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), cached=True)
         return max(0, high - position)
 
-    def _log_start(self, spec: RangeSpec) -> int:
+    def log_start(self, spec: RangeSpec) -> int:
+        """Where the source partition's log starts now (a round trip)."""
         low, _ = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=30, cached=False)
         return low
 
@@ -417,7 +452,7 @@ class RangeCopier:
         source = self._source_consumer()
         committed = self.committed(spec)
         if committed is None and log_start is None:
-            log_start = self._log_start(spec)
+            log_start = self.log_start(spec)
         low = log_start if log_start is not None else 0
         try:
             start = resume_offset(committed, spec.start, low, self.allow_reset)

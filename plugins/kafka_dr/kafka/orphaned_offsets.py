@@ -9,7 +9,8 @@ and every progress read of the partition timed out; the flow could neither start
 restart. ``tests/kafka_wire.py`` recreates that state on the lab.
 
 The cure uses Kafka's own bookkeeping: the coordinator keys pending offsets by producer id,
-and the producer id belongs to the partition's fixed ``transactional.id``. A producer with
+and the producer id belongs to the partition's fixed ``transactional.id`` (or the flow's
+task id, :func:`~kafka_dr.core.progress.task_transactional_id`, for a whole streaming task). A producer with
 that id (``init_transactions`` first: it fences and aborts whatever is really open) begins a
 transaction, adds an offset for the same group and partition, and aborts it. The abort marker
 carries the producer id, and the coordinator drops every pending offset of that id: the
@@ -26,7 +27,7 @@ import logging
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.progress import progress_group, transactional_id
+from kafka_dr.core.progress import progress_group, task_transactional_id, transactional_id
 from kafka_dr.kafka.clients import SecretResolver, client_config
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,10 @@ def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[tuple[str, s
                 "transactional.id": transactional_id(cfg.internal_prefix, flow.name, source_topic, partition)}))
             p.init_transactions(30)
             abort_offsets_transaction(p, group_meta, [TopicPartition(target_topic, partition)])  # synchronous
+        # a whole streaming task commits every partition's progress under the flow's task id
+        p = Producer(client_config(target, resolve, **{"transactional.id": task_transactional_id(cfg.internal_prefix, flow.name)}))
+        p.init_transactions(30)
+        abort_offsets_transaction(p, group_meta, [TopicPartition(t, q) for _, t, q in pairs])
         log.warning("flow %s: cleared pending progress commits no transaction owned on %s (%d partition(s)); "
                     "progress reads were unstable", flow.name, flow.target, len(pairs))
     finally:

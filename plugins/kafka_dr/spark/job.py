@@ -54,8 +54,11 @@ class JobOptions:
     #: (kafka_dr.kafka.orphaned_offsets; docs/replication.md).
     task_seconds: float = 30.0
     tasks: int = 1
-    #: streaming tasks commit a transaction per partition this often (the latency floor)
+    #: streaming tasks commit a transaction this often at the latest (the latency floor)
     commit_seconds: float = 0.1
+    #: one streaming task (``tasks`` 1) copies all partitions in one transaction at a time
+    #: (kafka_dr.kafka.task_copier); False: a transaction per partition, as with several tasks
+    task_transactions: bool = True
 
 
 @dataclass
@@ -188,7 +191,8 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                           .option("chunk_records", str(opts.chunk_records))
                           .option("max_records_per_batch", str(opts.max_records_per_batch))
                           .option("task_seconds", str(opts.task_seconds if streaming else 0)).option("tasks", str(opts.tasks))
-                          .option("commit_seconds", str(opts.commit_seconds)).option("stop_marker", stop.marker).load())
+                          .option("commit_seconds", str(opts.commit_seconds)).option("stop_marker", stop.marker)
+                          .option("transactions", "task" if opts.task_transactions else "partition").load())
                 writer = reader.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
                 if mode is FlowMode.INCREMENTAL:
                     query = writer.trigger(availableNow=True).start()
@@ -333,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="continuous mode: streaming tasks of this many seconds (default 30; 0: fixed-range micro-batches)")
     p.add_argument("--tasks", type=int, default=1, help="continuous mode: streaming tasks per micro-batch (partitions are shared out)")
     p.add_argument("--commit-seconds", type=float, default=0.1,
-                   help="continuous mode: the longest a partition's transaction stays open (it commits as soon as it has caught up)")
+                   help="continuous mode: the longest a transaction stays open (it commits as soon as it has caught up)")
+    p.add_argument("--partition-transactions", action="store_true",
+                   help="continuous mode, one task: a transaction per partition instead of one for all of them")
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
     a = p.parse_args(argv)
     if not a.config:
@@ -343,6 +349,6 @@ def main(argv: list[str] | None = None) -> int:
                                   max_duration_seconds=a.max_duration, max_restarts=a.max_restarts, stop_file=a.stop_file,
                                   allow_reset=a.allow_reset, chunk_records=a.chunk_records, master=a.master,
                                   max_records_per_batch=a.max_records_per_batch, task_seconds=a.task_seconds, tasks=a.tasks,
-                                  commit_seconds=a.commit_seconds))
+                                  commit_seconds=a.commit_seconds, task_transactions=not a.partition_transactions))
     print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
     return 0

@@ -25,7 +25,9 @@ copied; the truth is, as always, the committed progress.
 Options: ``config`` (path of the kafka-dr YAML, readable on executors), ``flow`` (name),
 ``allow_reset`` ("true" to start a partition whose progress was lost from its planned start),
 ``chunk_records``, ``max_records_per_batch``, ``task_seconds``, ``tasks``, ``commit_seconds``,
-``stop_marker``.
+``transactions`` (``task``, the default: one task copies all partitions in one transaction at a
+time, :mod:`kafka_dr.kafka.task_copier`; ``partition``: a transaction per partition, as with
+``tasks`` > 1), ``stop_marker``.
 """
 
 from __future__ import annotations
@@ -88,10 +90,11 @@ class RangePartition(InputPartition):
 
 
 class StreamPartition(InputPartition):
-    """A streaming task's share: ``ranges`` of (topic, partition, planned start, target topic)."""
+    """A streaming task's share: ``ranges`` of (topic, partition, planned start, target topic);
+    ``whole``: all of the flow's partitions, copied in one transaction at a time."""
 
-    def __init__(self, ranges: list[tuple[str, int, int, str]], seconds: float) -> None:
-        self.ranges, self.seconds = ranges, seconds
+    def __init__(self, ranges: list[tuple[str, int, int, str]], seconds: float, whole: bool = False) -> None:
+        self.ranges, self.seconds, self.whole = ranges, seconds, whole
 
 
 class ReplicationStreamReader(DataSourceStreamReader):
@@ -161,7 +164,8 @@ class ReplicationStreamReader(DataSourceStreamReader):
             ranges = [(topic, int(p), start.get(topic, {}).get(p, 0), planner.target_topic(topic))
                       for topic, parts in sorted(end.items()) for p in sorted(parts, key=int)]
             n = max(1, min(int(self.options.get("tasks") or 1), len(ranges)))
-            return [StreamPartition(ranges[i::n], seconds) for i in range(n)] if ranges else []
+            whole = int(self.options.get("tasks") or 1) == 1 and self.options.get("transactions", "task") == "task"
+            return [StreamPartition(ranges[i::n], seconds, whole) for i in range(n)] if ranges else []
         out = []
         for topic, parts in sorted(end.items()):
             for p, e in sorted(parts.items(), key=lambda kv: int(kv[0])):
@@ -190,10 +194,12 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     def _copier(self, stream_key: tuple = ()):
         """This Python worker's copier for these options (a streaming task's: one per partition,
-        as each thread needs its own consumer). Keyed by the config file's mtime too (a rewritten
-        config gets a fresh copier) and by the options it is built with (a --reset-progress run
-        must not reuse a strict one)."""
+        as each thread needs its own consumer, or one for a whole task). Keyed by the config
+        file's mtime too (a rewritten config gets a fresh copier) and by the options it is built
+        with (a --reset-progress run must not reuse a strict one)."""
         from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS, RangeCopier, streaming_fetch
+        from kafka_dr.kafka.task_copier import TaskCopier
+        from kafka_dr.spark.streams import TASK
 
         o = self.options
         key = self._copier_key(stream_key)
@@ -201,9 +207,12 @@ class ReplicationStreamReader(DataSourceStreamReader):
         if copier is None:
             cfg, flow = _load(o)
             seconds = float(o.get("commit_seconds") or 0.1)
-            kw = {"chunk_seconds": seconds, "consumer_overrides": streaming_fetch(seconds)} if stream_key else {}
-            copier = RangeCopier(cfg, flow, _resolver(), chunk_records=int(o.get("chunk_records", JOB_CHUNK_RECORDS)),
-                                 allow_reset=o.get("allow_reset", "false").lower() == "true", **kw)
+            records, reset = int(o.get("chunk_records", JOB_CHUNK_RECORDS)), o.get("allow_reset", "false").lower() == "true"
+            if stream_key == (TASK,):
+                copier = TaskCopier(cfg, flow, _resolver(), chunk_records=records, chunk_seconds=seconds, allow_reset=reset)
+            else:
+                kw = {"chunk_seconds": seconds, "consumer_overrides": streaming_fetch(seconds)} if stream_key else {}
+                copier = RangeCopier(cfg, flow, _resolver(), chunk_records=records, allow_reset=reset, **kw)
             _copiers[key] = copier
         return copier
 
@@ -221,7 +230,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.spark.streams import run_task
 
         return run_task(part.ranges, part.seconds, self.options.get("stop_marker") or None, self._copier_key(("stream",)),
-                        self._copier, self._forget_copier, self.options["flow"])
+                        self._copier, self._forget_copier, self.options["flow"], whole=getattr(part, "whole", False))
 
     def commit(self, end: dict) -> None:
         pass  # progress is committed by the tasks, inside their Kafka transactions

@@ -1,20 +1,24 @@
-"""Streaming tasks whose copying outlives them: one background thread per partition, kept
-by the Spark Python worker from one task to the next.
+"""Streaming tasks whose copying outlives them: background threads kept by the Spark Python
+worker from one task to the next. A task that holds all of its flow's partitions (one task
+per flow, the default) has one thread copying them all in one transaction at a time
+(:class:`TaskStream`, :mod:`kafka_dr.kafka.task_copier`); with several tasks per flow each
+partition has its own thread and transactions (:class:`PartitionStream`).
 
 Why: between two streaming tasks Spark needs time to finish the batch, plan the next one and
 start its task: measured 0.5-2.3 s in steady state and 4-6 s at a query's first boundary
 (docs/benchmarks.md). When the copy stopped with its task, every record that arrived then
 waited out that pause, and the pause set the flow's p99 latency (4.6 s, against 0.3 s inside
-a task). So a partition's copy runs in a thread that outlives the task:
+a task). So the copy runs in a thread that outlives the task:
 
-- a task *attaches* to its partitions' threads (starting those that do not run) and renews
+- a task *attaches* to its threads (starting those that do not run) and renews
   their *lease* to its own end plus :data:`GRACE_SECONDS`;
 - when its time is up it returns, per partition, what the thread committed since the
-  previous task's rows (:meth:`PartitionStream.snapshot`), without stopping it: the copy
+  previous task's rows (:meth:`_Stream.snapshot`), without stopping it: the copy
   goes on through the boundary, and the next task attaches again;
 - a thread stops after its current transaction once its lease runs out (no task came: the
   query stopped or failed) or the query's stop marker appears (the driver's graceful stop:
-  the task then waits for its threads, so its rows count everything);
+  the task then waits for its threads, so its rows count everything); a whole task's thread
+  also stops when the flow's partitions changed (a topic was added), for a new one;
 - a thread whose producer is fenced or lost while it is *between tasks* ends quietly: a
   newer copier (a task that ran in another Python worker, or a query's start clearing
   orphaned commits) owns the partition now, and a redo would fence it back. While a task is
@@ -31,8 +35,9 @@ started its threads (``gc.freeze``): a full collection walks every object of the
 boundaries, a pause for every copy thread at once. Reference counting still frees those
 objects; only cycles among them are no longer collected.
 
-Exactly-once is unchanged: the same per-partition transactional ids, progress committed with
-the records, every copy starting from committed progress. Only the metrics of a thread's
+Exactly-once is the copiers': fixed transactional ids (per partition, or per flow for a
+whole task, each kind fencing the other's), progress committed with the records, every copy
+starting from committed progress. Only the metrics of a thread's
 last moments after a hand-over to another worker go unreported (its records do not).
 """
 
@@ -47,6 +52,7 @@ import time
 from typing import Callable
 
 from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeResult, RangeSpec, producer_lost
+from kafka_dr.kafka.task_copier import TaskCopier
 
 #: how long a partition's thread copies past the end of the last task that attached it:
 #: longer than Spark's pause between two tasks (seconds), short enough that a stopped or
@@ -68,18 +74,11 @@ COUNTERS = ("read", "written", "filtered", "bytes", "lost_to_retention", "transa
 _streams: dict[tuple, "PartitionStream"] = {}
 
 
-class PartitionStream:
-    """One partition's background copy (see the module docstring)."""
+class _Tally:
+    """What one partition's copy committed since the previous row (one metrics row per task)."""
 
-    def __init__(self, copier: RangeCopier, spec: RangeSpec, marker: str | None) -> None:
-        self.copier, self.spec, self.marker = copier, spec, marker
-        self.lock = threading.Lock()
-        self.lease = 0.0  #: monotonic time after which the copy stops
-        self.task_end = 0.0  #: end of the attached task; past it, a lost producer ends the copy
-        self.finished = False
-        self.error: BaseException | None = None
-        self.beat = time.monotonic()  #: last time the copy loop came round (stuck detection)
-        # what the copy committed since the last snapshot
+    def __init__(self, spec: RangeSpec, lag_of: Callable[[RangeSpec, int], int]) -> None:
+        self.spec, self.lag_of = spec, lag_of
         self.position = spec.start
         self.since = spec.start
         self.taken_at = time.monotonic()
@@ -90,15 +89,60 @@ class PartitionStream:
         self._lag_at, self._lag_high = 0.0, 0  #: when the lag was last read, and the high watermark then
         self._result: RangeResult | None = None  #: the copy() result being counted
         self._seen = dict.fromkeys(COUNTERS, 0)  #: its counters already added to ``counts``
-        self.thread = threading.Thread(target=self._run, name=f"kafka-dr-{spec.topic}-{spec.partition}", daemon=True)
 
-    # --- the copying thread ------------------------------------------------------------
+    def committed(self, lock: threading.Lock, result: RangeResult, next_offset: int, latencies: list) -> None:
+        now = time.monotonic()
+        if now - self._lag_at >= LAG_EVERY_SECONDS:
+            self._lag_at, self._lag_high = now, next_offset + self.lag_of(self.spec, next_offset)
+        lag = max(0, self._lag_high - next_offset)
+        with lock:
+            if not self._started:  # the first call: the copy's real start (committed progress)
+                self._started, self.since = True, next_offset
+            if result is not self._result:  # a new copy() (continued after a renewal, or redone)
+                self._result, self._seen = result, dict.fromkeys(COUNTERS, 0)
+            for k in COUNTERS:
+                v = getattr(result, k)
+                self.counts[k] += v - self._seen[k]
+                self._seen[k] = v
+            self.position, self.lag = next_offset, lag
+            self.latencies += latencies
+        latencies.clear()
+
+    def snapshot(self, flow: str, planned_start: int) -> dict:
+        """What was committed since the previous snapshot, as one metrics row (under the lock)."""
+        now = time.monotonic()
+        lat = sorted(self.latencies)
+        row = RangeResult(flow, self.spec.topic, self.spec.partition, self.spec.target_topic, planned_start,
+                          self.since, self.position, **self.counts, lag=self.lag, seconds=now - self.taken_at,
+                          latency_p50_ms=float(lat[len(lat) // 2]) if lat else None,
+                          latency_p99_ms=float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) if lat else None)
+        self.since, self.taken_at, self.latencies = self.position, now, []
+        self.counts = dict.fromkeys(COUNTERS, 0)
+        return row.to_dict()
+
+
+class _Stream:
+    """A background copy that outlives its tasks (see the module docstring): the lease, the
+    stuck check and the thread. Subclasses copy one partition or a whole task's."""
+
+    def __init__(self, copier: RangeCopier | TaskCopier, specs: list[RangeSpec], marker: str | None, name: str) -> None:
+        self.copier, self.specs, self.marker = copier, specs, marker
+        self.lock = threading.Lock()
+        self.lease = 0.0  #: monotonic time after which the copy stops
+        self.task_end = 0.0  #: end of the attached task; past it, a lost producer ends the copy
+        self.finished = False
+        self.error: BaseException | None = None
+        self.beat = time.monotonic()  #: last time the copy loop came round (stuck detection)
+        self.tallies = {(s.topic, s.partition): _Tally(s, copier.lag) for s in specs}
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def _copy(self) -> None:
+        raise NotImplementedError
 
     def _run(self) -> None:
         while True:
             try:
-                self.copier.copy(self.spec, until=self._until, on_commit=self._committed,
-                                 may_redo=lambda: time.monotonic() < self.task_end)
+                self._copy()
             except BaseException as e:  # noqa: BLE001 - reported by the attached task
                 with self.lock:
                     self.finished = True
@@ -115,23 +159,11 @@ class PartitionStream:
         self.beat = time.monotonic()
         return self.beat >= self.lease or (self.marker is not None and os.path.exists(self.marker))
 
+    def _may_redo(self) -> bool:
+        return time.monotonic() < self.task_end
+
     def _committed(self, result: RangeResult, next_offset: int, latencies: list) -> None:
-        now = time.monotonic()
-        if now - self._lag_at >= LAG_EVERY_SECONDS:
-            self._lag_at, self._lag_high = now, next_offset + self.copier.lag(self.spec, next_offset)
-        lag = max(0, self._lag_high - next_offset)
-        with self.lock:
-            if not self._started:  # the first call: the copy's real start (committed progress)
-                self._started, self.since = True, next_offset
-            if result is not self._result:  # a new copy() (continued after a renewal, or redone)
-                self._result, self._seen = result, dict.fromkeys(COUNTERS, 0)
-            for k in COUNTERS:
-                v = getattr(result, k)
-                self.counts[k] += v - self._seen[k]
-                self._seen[k] = v
-            self.position, self.lag = next_offset, lag
-            self.latencies += latencies
-        latencies.clear()
+        self.tallies[(result.topic, result.partition)].committed(self.lock, result, next_offset, latencies)
 
     # --- the task's side -----------------------------------------------------------------
 
@@ -144,82 +176,146 @@ class PartitionStream:
             self.lease = max(self.lease, task_end + GRACE_SECONDS)
             return True
 
-    def start(self, task_end: float) -> "PartitionStream":
+    def start(self, task_end: float) -> "_Stream":
         self.attach(task_end)
         self.thread.start()
         return self
 
+    def stop(self) -> None:
+        """End the copy after its current transaction, and wait for it (a task's partitions changed)."""
+        with self.lock:
+            self.lease = 0.0
+        self.thread.join(STUCK_SECONDS)
+
     def stuck(self, now: float) -> bool:
         return self.thread.is_alive() and now - self.beat > STUCK_SECONDS
 
-    def snapshot(self, planned_start: int) -> dict:
-        """What was committed since the previous snapshot, as one metrics row."""
+    def names(self) -> str:
+        return ", ".join(f"{s.topic}[{s.partition}]" for s in self.specs)
+
+    def snapshot(self, topic: str, partition: int, planned_start: int) -> dict:
         with self.lock:
-            now = time.monotonic()
-            lat = sorted(self.latencies)
-            row = RangeResult(self.copier.flow.name, self.spec.topic, self.spec.partition, self.spec.target_topic, planned_start,
-                              self.since, self.position, **self.counts, lag=self.lag, seconds=now - self.taken_at,
-                              latency_p50_ms=float(lat[len(lat) // 2]) if lat else None,
-                              latency_p99_ms=float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) if lat else None)
-            self.since, self.taken_at, self.latencies = self.position, now, []
-            self.counts = dict.fromkeys(COUNTERS, 0)
-        return row.to_dict()
+            return self.tallies[(topic, partition)].snapshot(self.copier.flow.name, planned_start)
+
+
+class PartitionStream(_Stream):
+    """One partition's background copy, in transactions of its own (``--tasks`` > 1)."""
+
+    def __init__(self, copier: RangeCopier, spec: RangeSpec, marker: str | None) -> None:
+        super().__init__(copier, [spec], marker, f"kafka-dr-{spec.topic}-{spec.partition}")
+        self.spec = spec
+
+    def _copy(self) -> None:
+        self.copier.copy(self.spec, until=self._until, on_commit=self._committed, may_redo=self._may_redo)
+
+
+class TaskStream(_Stream):
+    """All of a task's partitions in one background copy and one transaction at a time
+    (:mod:`kafka_dr.kafka.task_copier`; one task per flow, the default)."""
+
+    def __init__(self, copier: TaskCopier, specs: list[RangeSpec], marker: str | None) -> None:
+        super().__init__(copier, specs, marker, "kafka-dr-task")
+
+    def _copy(self) -> None:
+        self.copier.copy(self.specs, until=self._until, on_commit=self._committed, may_redo=self._may_redo)
 
 
 def run_task(ranges: list[tuple[str, int, int, str]], seconds: float, marker: str | None, key: tuple,
-             copier_for: Callable[[tuple], RangeCopier], forget: Callable[[tuple], None], flow: str) -> list[dict]:
-    """One streaming task: attach to (or start) each range's thread, wait ``seconds`` (or for
-    the stop marker, or a failure), return one row per range."""
+             copier_for: Callable[[tuple], RangeCopier | TaskCopier], forget: Callable[[tuple], None], flow: str,
+             whole: bool = False) -> list[dict]:
+    """One streaming task: attach to (or start) its copies, wait ``seconds`` (or for the stop
+    marker, or a failure), return one row per range. ``whole``: the task holds all of the flow's
+    partitions and copies them in one transaction at a time (a :class:`TaskStream`, its copier
+    ``copier_for((TASK,))``); otherwise a :class:`PartitionStream` per range
+    (``copier_for((topic, partition))``)."""
     task_end = time.monotonic() + seconds
     # if this worker freezes (a C call holding the GIL), its threads' stacks still reach the
     # log, from a thread of faulthandler's own; the driver's watchdog then stops the query
     faulthandler.dump_traceback_later(seconds + STUCK_SECONDS + 30, exit=False)
     try:
-        return _attached(ranges, task_end, marker, key, copier_for, forget, flow)
+        streams = _task_streams(ranges, task_end, marker, key, copier_for) if whole else _partition_streams(
+            ranges, task_end, marker, key, copier_for)
+        return _attached(streams, ranges, task_end, marker, key, forget, flow)
     finally:
         faulthandler.cancel_dump_traceback_later()
 
 
-def _attached(ranges: list[tuple[str, int, int, str]], task_end: float, marker: str | None, key: tuple,
-              copier_for: Callable[[tuple], RangeCopier], forget: Callable[[tuple], None], flow: str) -> list[dict]:
-    streams: list[PartitionStream] = []
+#: the stream key of a whole task's copy
+TASK = "task"
+
+
+def _renewed(k: tuple, task_end: float) -> "_Stream | None":
+    """The running stream ``k``, its lease renewed, or None; a stream that failed between tasks
+    is forgotten and its error raised (this task reports it)."""
+    s = _streams.get(k)
+    if s is not None and not s.attach(task_end):
+        _streams.pop(k, None)
+        if s.error is not None:
+            raise s.error
+        return None
+    return s
+
+
+def _partition_streams(ranges, task_end: float, marker: str | None, key: tuple, copier_for) -> dict[tuple, "_Stream"]:
+    streams = {}
     for topic, p, start, target in ranges:
         k = (*key, topic, p)
-        s = _streams.get(k)
-        if s is None or not s.attach(task_end):
-            if s is not None and s.error is not None:
-                _streams.pop(k, None)
-                raise s.error  # failed between tasks: this task reports it
+        s = _renewed(k, task_end)
+        if s is None:
             s = _streams[k] = PartitionStream(copier_for((topic, p)), RangeSpec(topic, p, start, OPEN, target), marker).start(task_end)
-        streams.append(s)
+        streams[(topic, p)] = s
+    return streams
 
+
+def _task_streams(ranges, task_end: float, marker: str | None, key: tuple, copier_for) -> dict[tuple, "_Stream"]:
+    k = (*key, TASK)
+    specs = [RangeSpec(topic, p, start, OPEN, target) for topic, p, start, target in ranges]
+    s = _renewed(k, task_end)
+    if s is not None and [(x.topic, x.partition) for x in s.specs] != [(x.topic, x.partition) for x in specs]:
+        s.stop()  # the flow's partitions changed (a topic was added): a new copy for the new set
+        _streams.pop(k, None)
+        if s.error is not None:
+            raise s.error
+        s = None
+    if s is None:
+        s = _streams[k] = TaskStream(copier_for((TASK,)), specs, marker).start(task_end)
+    return {(TASK,): s}
+
+
+def _attached(streams: dict[tuple, "_Stream"], ranges, task_end: float, marker: str | None, key: tuple,
+              forget: Callable[[tuple], None], flow: str) -> list[dict]:
+    """Watch the task's streams (by stream key: ``_streams`` holds them under ``(*key, *stream
+    key)``) until its end, then return one row per range."""
     _freeze_once()
+    key_of = {id(s): k for k, s in streams.items()}
+    running = list(streams.values())
 
     def stopping() -> bool:
         return marker is not None and os.path.exists(marker)
 
-    while time.monotonic() < task_end and not stopping() and not any(s.error is not None for s in streams):
+    while time.monotonic() < task_end and not stopping() and not any(s.error is not None for s in running):
         now = time.monotonic()
-        stuck = [s for s in streams if s.stuck(now)]
+        stuck = [s for s in running if s.stuck(now)]
         if stuck:
-            _detach(streams)
+            _detach(running)
             for s in stuck:
-                _streams.pop((*key, s.spec.topic, s.spec.partition), None)
-                forget((s.spec.topic, s.spec.partition))
-            names = ", ".join(f"{s.spec.topic}[{s.spec.partition}]" for s in stuck)
+                _streams.pop((*key, *key_of[id(s)]), None)
+                forget(key_of[id(s)])
+            names = ", ".join(s.names() for s in stuck)
             raise RuntimeError(f"flow {flow}: {names}: a Kafka call did not return for {STUCK_SECONDS:.0f}s (a transaction call "
                                f"hung while the target restarted?); restarting the query")
         time.sleep(0.05)
     if stopping():  # the driver's graceful stop: let every thread end its transaction, count all
-        for s in streams:
+        for s in running:
             s.thread.join(STUCK_SECONDS)
-    failed = [s for s in streams if s.error is not None]
+    failed = [s for s in running if s.error is not None]
     for s in failed:
-        _streams.pop((*key, s.spec.topic, s.spec.partition), None)
+        _streams.pop((*key, *key_of[id(s)]), None)
     if failed:
-        _detach(streams)
+        _detach(running)
         raise failed[0].error
-    return [s.snapshot(start) for s, (_, _, start, _) in zip(streams, ranges)]
+    by_partition = {k: s for s in running for k in s.tallies}
+    return [by_partition[(topic, p)].snapshot(topic, p, start) for topic, p, start, _ in ranges]
 
 
 @functools.cache
@@ -228,7 +324,7 @@ def _freeze_once() -> None:
     gc.freeze()
 
 
-def _detach(streams: list[PartitionStream]) -> None:
+def _detach(streams: list["_Stream"]) -> None:
     """The task fails: its other partitions' copies are between tasks from now on (a lost
     producer ends them rather than fencing the restarted query's copiers back)."""
     now = time.monotonic()

@@ -1,0 +1,400 @@
+"""Copy all of a streaming task's partitions in one transaction at a time, exactly once.
+
+Why: a continuous flow's latency is set by its transactions. With one producer and one
+transaction per partition (:class:`~kafka_dr.kafka.copier.RangeCopier`), 8 partitions at
+5,000 records/s ran about 25 transactions a second each, 4 round trips apiece, on brokers
+that also serve the load: p50/p99 82/304 and 99/352 ms on the lab (8 copy threads, no Spark,
+a 20 s steady window). One producer, one source consumer and one transaction for all the
+partitions, same load, same window: p50/p99 36-49/74-94 ms in four runs (docs/benchmarks.md,
+item 14). Kafka Streams commits a thread's tasks together for the same reason.
+
+How exactly-once holds (the per-partition copier's scheme, with one id per task):
+
+1. The producer's ``transactional.id`` is fixed per flow
+   (:func:`~kafka_dr.core.progress.task_transactional_id`): a new task copier fences any
+   earlier one, a zombie of a stopped query included, and aborts its open transaction.
+2. It then fences every per-partition id of its partitions (:func:`~kafka_dr.kafka.copier.fence`),
+   so a fixed-range or per-partition copier still running is stopped too; those fence the
+   task id in turn before they copy. Only then is committed progress read.
+3. Each transaction holds the records of every partition read since the last one and the
+   progress offsets of those partitions (``send_offsets_to_transaction``): all or nothing.
+
+Used only when one streaming task holds all of a flow's partitions (``--tasks 1``, the
+default): with several tasks, a partition could move between task ids as partitions are
+added, and two task ids fence nothing of each other, so those keep per-partition ids.
+
+The rare cases are left to the per-partition copier, which already handles them (and is
+tested for them): when the target refuses a record, or the source answers "offset out of
+range" (retention outran replication), the transaction is aborted and each partition of the
+aborted chunk is copied over the same offsets by a :class:`RangeCopier` (precise redo, dead
+letters, the refusal naming its record, the loss to retention counted); the task copier then
+goes on after them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.loop import router_for
+from kafka_dr.core.progress import ProgressLost, encode_metadata, progress_group, resume_offset, task_transactional_id, transactional_id
+from kafka_dr.kafka.clients import SecretResolver, client_config
+from kafka_dr.kafka.copier import (
+    JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
+    committed_with_retry, fence, producer_lost, read_wait, transactional_producer,
+)
+from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, unstable
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, int]
+
+#: One read's wait for records (``consume``'s timeout; the broker holds a fetch for 80% of
+#: it). A transaction ends once a read returns fewer records than asked for, so under a
+#: steady load a record waits about one read and one commit. The per-partition copier waits
+#: 25 ms, while its 7 other partitions' threads go on; here one thread reads for all of them.
+#: Measured (harness of item 14 in docs/benchmarks.md, three runs each, interleaved):
+#: p50/p99 31-36/71-85 ms at 10 ms against 48-51/83-97 ms at 25 ms; 5 ms was no better
+#: (33-38/73-88 ms).
+READ_SECONDS = 0.01
+
+
+@dataclass
+class _Part:
+    """One partition of the task: its range, its running result, where its copy stands."""
+
+    spec: RangeSpec
+    result: RangeResult
+    position: int  #: the next source offset to copy (committed)
+    first: int = -1  #: the first offset of the open transaction's records (-1: none yet)
+    next: int = -1  #: the offset after the open transaction's last record read
+    counts: list = field(default_factory=lambda: [0, 0, 0, 0])  #: read, written, filtered, bytes in the open transaction
+    latencies: list = field(default_factory=list)
+
+
+class _HandOff(Exception):
+    """Leave the open chunk to the per-partition copier: ``reset`` names a partition the source
+    answered "offset out of range" for."""
+
+    def __init__(self, reason: str, reset: Key | None = None) -> None:
+        super().__init__(reason)
+        self.reset = reset
+
+
+class TaskCopier:
+    """Copies open ranges of many partitions of one flow with one producer and one consumer
+    (see the module docstring). One instance per Python worker and flow; not thread-safe: one
+    thread copies at a time."""
+
+    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, chunk_records: int = JOB_CHUNK_RECORDS,
+                 chunk_seconds: float = 0.1, allow_reset: bool = False, clock: Callable[[], float] = time.time) -> None:
+        self.cfg, self.flow, self.resolve = cfg, flow, resolve
+        self.chunk_records, self.chunk_seconds, self.allow_reset, self.clock = chunk_records, chunk_seconds, allow_reset, clock
+        self.read_seconds = min(READ_SECONDS, read_wait(chunk_seconds))
+        self.transform = router_for(cfg, flow).transform()
+        self.group = progress_group(cfg.internal_prefix, flow.name)
+        self.txn_id = task_transactional_id(cfg.internal_prefix, flow.name)
+        #: copies the chunks this copier leaves to per-partition transactions (module docstring)
+        self.helper = RangeCopier(cfg, flow, resolve, chunk_records=chunk_records, allow_reset=allow_reset, clock=clock,
+                                  fence_task_streams=False)
+        self._producer: Producer | None = None
+        self._reports = Reports()
+        self._source: Consumer | None = None
+        self._meta: Consumer | None = None
+        self._kept: dict[Key, int] = {}  #: assignment left in place by the last copy (partition -> next offset)
+
+    # --- clients ---------------------------------------------------------------------
+
+    def _producer_for(self, keys: list[Key]) -> Producer:
+        if self._producer is None:
+            self._reports = Reports()
+            self._producer = transactional_producer(self.cfg, self.flow, self.resolve, self.txn_id, self._reports)
+            fence(self.cfg, self.flow, self.resolve, [transactional_id(self.cfg.internal_prefix, self.flow.name, t, p) for t, p in keys])
+            self.helper.close()  # its producers were just fenced
+        return self._producer
+
+    def _drop_producer(self) -> None:
+        p, self._producer = self._producer, None
+        if p is not None:
+            try:
+                p.purge()
+            except KafkaException:
+                pass
+
+    def _source_consumer(self) -> Consumer:
+        if self._source is None:
+            self._source = Consumer(client_config(
+                self.cfg.cluster(self.flow.source), self.resolve,
+                **{"group.id": f"{self.group}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
+                   "isolation.level": "read_committed", "auto.offset.reset": "error",
+                   "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
+                   "queued.max.messages.kbytes": 256 * 1024,
+                   "fetch.wait.max.ms": max(1, round(self.read_seconds * 800)), "fetch.min.bytes": 256 * 1024}))
+        return self._source
+
+    def _progress_consumer(self) -> Consumer:
+        if self._meta is None:
+            self._meta = Consumer(client_config(self.cfg.cluster(self.flow.target), self.resolve,
+                                                **{"group.id": self.group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
+        return self._meta
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(10)
+        self._producer = None
+        for c in (self._source, self._meta):
+            if c is not None:
+                c.close()
+        self._source = self._meta = None
+        self._kept = {}
+        self.helper.close()
+
+    def lag(self, spec: RangeSpec, position: int) -> int:
+        """Source records after ``position``, by the high watermark of the last fetch (no round trip)."""
+        _, high = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), cached=True)
+        return max(0, high - position)
+
+    # --- the copy ----------------------------------------------------------------------
+
+    def copy(self, specs: list[RangeSpec], until: Callable[[], bool], on_commit: OnCommit | None = None,
+             may_redo: Callable[[], bool] | None = None) -> list[RangeResult]:
+        """Copy the open ranges ``specs`` until the first transaction that ends once ``until()``
+        is true. ``on_commit(result, next_offset, latencies)`` is called per partition once its
+        start is known and after every transaction that held its records. ``may_redo()`` false:
+        a fenced or lost producer ends the copy (raised) instead of a redo with a fresh one."""
+        results: dict[Key, RangeResult] = {}
+        fresh_producers = 2
+        while True:
+            try:
+                return self._copy(specs, results, until, on_commit)
+            except Exception as e:
+                self._drop_producer()
+                self._kept = {}
+                if fresh_producers > 0 and producer_lost(e) and (may_redo is None or may_redo()):
+                    log.warning("flow %s: the task's producer was fenced or failed (%s); going on with a fresh one", self.flow.name, e)
+                    fresh_producers -= 1
+                    continue
+                raise
+
+    def _copy(self, specs: list[RangeSpec], results: dict[Key, RangeResult], until: Callable[[], bool],
+              on_commit: OnCommit | None) -> list[RangeResult]:
+        keys = [(s.topic, s.partition) for s in specs]
+        producer = self._producer_for(keys)  # fences zombies first
+        source = self._source_consumer()
+        parts = self._start(specs, results, on_commit)
+        if self._kept != {k: p.position for k, p in parts.items()}:
+            source.assign([TopicPartition(t, p, parts[(t, p)].position) for t, p in keys])
+        self._kept = {}
+        group_meta = self._progress_consumer().consumer_group_metadata()
+        try:
+            while not until():
+                producer.begin_transaction()
+                self._reports.failures.clear()
+                try:
+                    touched = self._fill(producer, source, parts, until)
+                    if not touched:
+                        producer.commit_transaction(30)  # nothing read: an empty transaction ends locally
+                        continue
+                    self._commit(producer, group_meta, touched)
+                except _HandOff as h:
+                    self._hand_off(producer, source, parts, h, on_commit)
+                    continue
+                for p in touched:
+                    self._done(p, on_commit)
+        except BaseException:
+            source.unassign()
+            raise
+        self._kept = {k: p.position for k, p in parts.items()}
+        for p in parts.values():
+            p.result.end = p.position
+            p.result.lag = self.lag(p.spec, p.position)
+        return [p.result for p in parts.values()]
+
+    def _start(self, specs: list[RangeSpec], results: dict[Key, RangeResult], on_commit: OnCommit | None) -> dict[Key, _Part]:
+        """Where each partition starts: committed progress (read after the fencing), as the
+        per-partition copier decides it (:func:`~kafka_dr.core.progress.resume_offset`)."""
+        committed = self._committed(specs)
+        parts: dict[Key, _Part] = {}
+        for s in specs:
+            key, c = (s.topic, s.partition), committed[(s.topic, s.partition)]
+            low = self.helper.log_start(s) if c is None else 0
+            try:
+                start = resume_offset(c, s.start, low, self.allow_reset)
+            except ProgressLost as e:
+                raise ProgressLost(f"flow {self.flow.name}: {self.flow.source}/{s.topic}[{s.partition}] -> "
+                                   f"{self.flow.target}/{s.target_topic}[{s.partition}]: {e} (was the target topic deleted?)") from None
+            r = results.get(key)
+            if r is None:
+                r = results[key] = RangeResult(self.flow.name, s.topic, s.partition, s.target_topic, s.start, start, s.end)
+            parts[key] = _Part(s, r, start)
+            if on_commit is not None:
+                on_commit(r, start, [])
+        return parts
+
+    def _committed(self, specs: list[RangeSpec]) -> dict[Key, int | None]:
+        """Committed progress of every partition, in one read; an orphaned pending commit of the
+        task id is cleared once (:mod:`kafka_dr.kafka.orphaned_offsets`)."""
+        consumer = self._progress_consumer()
+        tps = [TopicPartition(s.target_topic, s.partition) for s in specs]
+        try:
+            got = committed_with_retry(consumer, tps, UNSTABLE_SECONDS)
+        except KafkaException as e:
+            if not unstable(e):
+                raise
+            log.warning("flow %s: progress on %s stayed unstable for %.0fs; clearing the task's own pending commits",
+                        self.flow.name, self.flow.target, UNSTABLE_SECONDS)
+            abort_offsets_transaction(self._producer, consumer.consumer_group_metadata(), tps)
+            try:
+                got = committed_with_retry(consumer, tps, 60)
+            except KafkaException as again:
+                if not unstable(again):
+                    raise
+                raise ProgressUnstable(f"flow {self.flow.name}: progress on {self.flow.target} stays unstable after the task's own "
+                                       f"pending commits were cleared: another producer's transaction holds it "
+                                       f"(kafka-transactions.sh find-hanging / abort on {self.flow.target})") from None
+        out = {}
+        for s, tp in zip(specs, got):
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+            out[(s.topic, s.partition)] = tp.offset if tp.offset >= 0 else None
+        return out
+
+    def _fill(self, producer: Producer, source: Consumer, parts: dict[Key, _Part], until: Callable[[], bool]) -> list[_Part]:
+        """Read and produce one transaction's records, over every partition: until what was
+        fetched is read (a read returned fewer than asked for: the group commit of the
+        per-partition copier), ``chunk_records`` are read or ``chunk_seconds`` are up."""
+        transform, produce = self.transform, producer.produce
+        wait, deadline = self.read_seconds, time.monotonic() + self.chunk_seconds
+        touched: list[_Part] = []
+        read = 0
+        while True:
+            msgs = source.consume(num_messages=5000, timeout=wait)
+            now_ms = int(self.clock() * 1000)
+            for msg in msgs:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    key = (msg.topic(), msg.partition())
+                    if err.code() == KafkaError._AUTO_OFFSET_RESET and key in parts:
+                        raise _HandOff("offset out of range on the source", reset=key)
+                    raise RuntimeError(f"flow {self.flow.name}: reading {key[0]}[{key[1]}]: {err.str()}")
+                topic, partition, off = msg.topic(), msg.partition(), msg.offset()
+                p = parts[(topic, partition)]
+                if p.first < 0:
+                    p.first = off
+                    touched.append(p)
+                p.next = off + 1
+                c = p.counts
+                c[0] += 1
+                read += 1
+                out = transform(msg.headers(), topic, partition, off, now_ms)
+                if out is None:
+                    c[2] += 1
+                    continue
+                ts = msg.timestamp()[1]
+                if not read & 15:
+                    p.latencies.append(now_ms - ts)
+                key_b, value = msg.key(), msg.value()
+                try:
+                    produce(p.spec.target_topic, value, key_b, partition, timestamp=ts, headers=out)
+                except BufferError:
+                    self._produce_when_room(producer, p.spec.target_topic, partition, key_b, value, out, ts)
+                except KafkaException as e:
+                    if producer_lost(e):
+                        raise ProducerLost(f"flow {self.flow.name}: the task's producer was fenced or failed: {e.args[0].str()}") from None
+                    raise _HandOff(e.args[0].str()) from None
+                c[1] += 1
+                if value:
+                    c[3] += len(value)
+                if key_b:
+                    c[3] += len(key_b)
+            if (read >= self.chunk_records or time.monotonic() >= deadline or (len(msgs) < 5000 and read > 0)
+                    or until()):
+                return touched
+
+    @staticmethod
+    def _produce_when_room(producer: Producer, topic: str, partition: int, key, value, headers, ts: int) -> None:
+        while True:
+            try:
+                producer.produce(topic, value, key, partition, timestamp=ts, headers=headers)
+                return
+            except BufferError:
+                producer.poll(0.05)
+
+    def _commit(self, producer: Producer, group_meta, touched: list[_Part]) -> None:
+        """Commit the transaction: its records acknowledged, then the progress of every partition
+        that had records in it, then the commit. A refusal raises :class:`_HandOff`."""
+        failures, deadline = self._reports.failures, time.monotonic() + 120
+        while True:
+            left = producer.flush(0.2)
+            if not left or failures or time.monotonic() >= deadline:
+                break
+        span = ", ".join(f"{p.spec.topic}[{p.spec.partition}] {p.first}..{p.next - 1}" for p in touched)
+        if failures:
+            err = failures[0]
+            if err.code() in PRODUCER_LOST:
+                self._abort(producer)
+                raise ProducerLost(f"flow {self.flow.name}: the task's producer was fenced or failed ({err.str()}); {span} rolled back")
+            if err.code() in TARGET_UNAVAILABLE and not any(RangeCopier._target_missing(producer, p.spec.target_topic) for p in touched):
+                self._abort(producer)
+                raise TimeoutError(f"flow {self.flow.name}: {self.flow.target} did not acknowledge {span} ({err.str()}); rolled back, "
+                                   f"nothing of them committed; is the target reachable?")
+            raise _HandOff(err.str())
+        if left:
+            self._abort(producer)
+            raise TimeoutError(f"flow {self.flow.name}: {left} record(s) of {span} not acknowledged by {self.flow.target} within 120s; "
+                               f"rolled back, nothing of them committed")
+        if self._reports.lost:
+            self._abort(producer)
+            raise ProducerLost(f"flow {self.flow.name}: the task's producer lost its connection to {self.flow.target} "
+                               f"({self._reports.lost[0].str()}); {span} rolled back, redone by a fresh producer")
+        now_ms = int(self.clock() * 1000)
+        producer.send_offsets_to_transaction(
+            [TopicPartition(p.spec.target_topic, p.spec.partition, p.next, encode_metadata(p.spec.topic, now_ms)) for p in touched],
+            group_meta, 30)
+        producer.commit_transaction(60)
+
+    @staticmethod
+    def _done(p: _Part, on_commit: OnCommit | None) -> None:
+        """The transaction that held ``p``'s records committed: count them."""
+        r, c = p.result, p.counts
+        r.read, r.written, r.filtered, r.bytes = r.read + c[0], r.written + c[1], r.filtered + c[2], r.bytes + c[3]
+        r.transactions += 1
+        p.position, p.first, p.counts = p.next, -1, [0, 0, 0, 0]
+        if on_commit is not None:
+            on_commit(r, p.position, p.latencies)  # the callee takes the samples
+        else:
+            p.latencies.clear()
+
+    def _hand_off(self, producer: Producer, source: Consumer, parts: dict[Key, _Part], h: _HandOff, on_commit: OnCommit | None) -> None:
+        """Abort the open transaction and copy each of its partitions' records with the
+        per-partition copier, over the same offsets; then go on after them."""
+        self._abort(producer)
+        log.warning("flow %s: %s; the records of the rolled-back transaction are copied per partition", self.flow.name, h)
+        for key, p in parts.items():
+            if p.first < 0 and key != h.reset:
+                continue
+            end = max(p.next, p.position + 1) if key == h.reset else p.next
+            r = self.helper.copy(RangeSpec(p.spec.topic, p.spec.partition, p.position, end, p.spec.target_topic))
+            res = p.result
+            for name in ("read", "written", "filtered", "bytes", "lost_to_retention", "transactions", "dead_lettered"):
+                setattr(res, name, getattr(res, name) + getattr(r, name))
+            p.position, p.first, p.counts, p.latencies = max(r.start, r.end), -1, [0, 0, 0, 0], []
+            if on_commit is not None:
+                on_commit(res, p.position, [])
+        # every partition from where its copy stands (a seek is refused for a partition in the
+        # "offset out of range" state; what was fetched for the others is fetched again)
+        source.assign([TopicPartition(p.spec.topic, p.spec.partition, p.position) for p in parts.values()])
+
+    @staticmethod
+    def _abort(producer: Producer) -> None:
+        try:
+            producer.abort_transaction(30)
+        except KafkaException:
+            pass  # the next init_transactions (a fresh producer) aborts it for certain
