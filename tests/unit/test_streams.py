@@ -252,3 +252,22 @@ def test_the_driver_leaves_a_query_whose_batches_complete_alone():
     q, last = FakeQuery(), [time.monotonic()]
     threading.Timer(0.3, q.stop).start()  # the query ends on its own
     assert _supervise(q, _Stop(None), None, last, stall_after=5) == ""
+
+
+@pytest.mark.parametrize("options, whole", [({}, True), ({"tasks": "1"}, True), ({"tasks": "2"}, False),
+                                            ({"tasks": "1", "transactions": "partition"}, False)])
+def test_only_a_single_task_copies_its_partitions_in_one_transaction(options, whole):
+    """Task transactions need the one-task layout (kafka_dr.kafka.task_copier): with several tasks
+    a partition could change task ids as partitions are added, and two task ids fence nothing."""
+    from kafka_dr.spark.source import ReplicationStreamReader
+
+    class Planner:
+        @staticmethod
+        def target_topic(topic):
+            return topic
+
+    reader = ReplicationStreamReader({"task_seconds": "30", **options})
+    reader._planner = Planner()
+    parts = reader.partitions({}, {"t": {"0": 5, "1": 7}})
+    assert {p.whole for p in parts} == {whole}
+    assert sorted(r[:2] for p in parts for r in p.ranges) == [("t", 0), ("t", 1)]
