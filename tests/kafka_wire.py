@@ -64,3 +64,26 @@ def txn_offset_commit(bootstrap: str, transactional_id: str, group: str, produce
     at = 8  # throttle time, topic count
     at += 2 + struct.unpack(">h", r[at:at + 2])[0] + 4  # topic name, partition count
     return struct.unpack(">ih", r[at:at + 6])[1]
+
+
+def orphaned_progress_commit(bootstrap: str, transactional_id: str, group: str, topic: str, partition: int, offset: int) -> None:
+    """Leave the state a target restart once left: a pending transactional offset commit of
+    ``transactional_id`` that no transaction owns (the broker's transaction verification must be
+    off: :func:`transaction_verification`)."""
+    producer = init_producer_id(bootstrap, transactional_id)
+    error = txn_offset_commit(bootstrap, transactional_id, group, producer, topic, partition, offset)
+    assert error == 0, f"TxnOffsetCommit answered error {error}"
+
+
+def transaction_verification(admin, enabled: bool | None) -> None:
+    """Set the broker's ``transaction.partition.verification.enable`` (None: back to its
+    default). Off, it accepts a ``TxnOffsetCommit`` outside a transaction. Takes a moment to
+    apply: set it well before it is needed."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    broker = str(next(iter(admin.list_topics(timeout=10).brokers)))
+    op = AlterConfigOpType.DELETE if enabled is None else AlterConfigOpType.SET
+    value = "" if enabled is None else str(enabled).lower()
+    res = ConfigResource(ResourceType.BROKER, broker, incremental_configs=[
+        ConfigEntry("transaction.partition.verification.enable", value, incremental_operation=op)])
+    admin.incremental_alter_configs([res])[res].result()

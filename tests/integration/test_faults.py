@@ -105,15 +105,13 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     out. It is recreated twice, with an offset that would skip records if it ever counted:
     the copier clears it by itself and copies on, and so does the job's start
     (``initialOffset``). Every record ends up on the target once."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
     from kafka_dr.core.progress import progress_group, transactional_id
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
     from kafka_dr.kafka.orphaned_offsets import ProgressUnstable
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
-    from kafka_wire import init_producer_id, txn_offset_commit
+    from kafka_wire import orphaned_progress_commit, transaction_verification
     from test_replication import east_to_west_one_partition
 
     config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
@@ -121,24 +119,15 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30)])
 
     admin = clients.admin(west)
-    broker = str(next(iter(admin.list_topics(timeout=10).brokers)))
-
-    def verification(value: str | None) -> None:
-        op = AlterConfigOpType.SET if value else AlterConfigOpType.DELETE
-        res = ConfigResource(ResourceType.BROKER, broker, incremental_configs=[
-            ConfigEntry("transaction.partition.verification.enable", value or "", incremental_operation=op)])
-        admin.incremental_alter_configs([res])[res].result()
 
     def orphan(offset: int) -> None:
-        txn = transactional_id(cfg.internal_prefix, flow.name, topic_name, 0)
-        boot = west.bootstrap_servers.split(",")[0]
-        producer = init_producer_id(boot, txn)
-        assert txn_offset_commit(boot, txn, progress_group(cfg.internal_prefix, flow.name), producer, topic_name, 0, offset) == 0
+        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], transactional_id(cfg.internal_prefix, flow.name, topic_name, 0),
+                                 progress_group(cfg.internal_prefix, flow.name), topic_name, 0, offset)
         with pytest.raises(ProgressUnstable, match=rf"{topic_name}\[0\]"):
             read_committed_progress(cfg, flow, [(topic_name, 0)], timeout=5)
 
     copier = RangeCopier(cfg, flow)
-    verification("false")  # the broker would refuse a TxnOffsetCommit outside a transaction
+    transaction_verification(admin, False)  # the broker would refuse a TxnOffsetCommit outside a transaction
     try:
         first = copier.copy(RangeSpec(topic_name, 0, 0, 10, topic_name))
         orphan(25)
@@ -147,7 +136,7 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
         planned = ReplicationStreamReader({"config": str(config), "flow": flow.name}).initialOffset()
         third = copier.copy(RangeSpec(topic_name, 0, planned[topic_name]["0"], 30, topic_name))
     finally:
-        verification(None)
+        transaction_verification(admin, None)
         copier.close()
     assert (first.written, second.start, second.written, planned[topic_name]["0"], third.written) == (10, 10, 10, 20, 10)
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(30)]

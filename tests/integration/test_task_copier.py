@@ -59,6 +59,24 @@ def _until_progress(cfg, flow, topic: str, wanted: dict[int, int], timeout: floa
     return until
 
 
+def _copy_until_fenced(copier: TaskCopier, specs: list[RangeSpec]) -> tuple[threading.Thread, list[BaseException]]:
+    """Run ``copier`` in a thread with no end and no redo (a zombie's copy); returns the thread,
+    once the copy knows its start, and the list its failure will be put in."""
+    failure: list[BaseException] = []
+    started = threading.Event()
+
+    def run() -> None:
+        try:
+            copier.copy(specs, until=lambda: False, on_commit=lambda *_: started.set(), may_redo=lambda: False)
+        except BaseException as e:  # noqa: BLE001 - asserted by the caller
+            failure.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    assert started.wait(60)
+    return t, failure
+
+
 def _ends(sent, partitions: int = PARTITIONS) -> dict[int, int]:
     return {p: max([s.offset + 1 for s in sent if s.partition == p], default=0) for p in range(partitions)}
 
@@ -86,18 +104,7 @@ def test_a_new_task_copier_fences_the_old_one_and_nothing_is_copied_twice(lab, t
     east, west = cfg.cluster("east"), cfg.cluster("west")
     sent = produce_varied(east, topic_name, "one", 200, PARTITIONS)
     old = TaskCopier(cfg, flow)
-    failure: list[BaseException] = []
-    old_started = threading.Event()
-
-    def run_old() -> None:
-        try:
-            old.copy(_specs(topic_name), until=lambda: False, on_commit=lambda *_: old_started.set(), may_redo=lambda: False)
-        except BaseException as e:  # noqa: BLE001 - asserted below
-            failure.append(e)
-
-    t = threading.Thread(target=run_old, daemon=True)
-    t.start()
-    assert old_started.wait(60)
+    t, failure = _copy_until_fenced(old, _specs(topic_name))
     new = TaskCopier(cfg, flow)
     state: dict = {}
 
@@ -127,18 +134,7 @@ def test_task_and_per_partition_copiers_fence_each_other(lab, tmp_path, topic_na
     east, west = cfg.cluster("east"), cfg.cluster("west")
     sent = produce_varied(east, topic_name, "a", 100, 2)
     task = TaskCopier(cfg, flow)
-    failure: list[BaseException] = []
-    started = threading.Event()
-
-    def run_task() -> None:
-        try:
-            task.copy(_specs(topic_name, 2), until=lambda: False, on_commit=lambda *_: started.set(), may_redo=lambda: False)
-        except BaseException as e:  # noqa: BLE001 - asserted below
-            failure.append(e)
-
-    t = threading.Thread(target=run_task, daemon=True)
-    t.start()
-    assert started.wait(60)
+    t, failure = _copy_until_fenced(task, _specs(topic_name, 2))
     per_partition = RangeCopier(cfg, flow)
     try:
         # a per-partition copy of partition 0 fences the task's id before it copies
@@ -231,30 +227,20 @@ def test_records_deleted_by_retention_before_the_copy_are_counted_as_lost(lab, t
 def test_a_progress_commit_of_the_task_id_that_no_transaction_owns_is_cleared(lab, tmp_path, topic_name):
     """The orphaned pending commit of test_faults (a target restart left it behind), here left
     by the task's id: the task copier clears it by itself, and so does the job's start."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
     from kafka_dr.core.progress import progress_group, task_transactional_id
     from kafka_dr.spark.source import ReplicationStreamReader
-    from kafka_wire import init_producer_id, txn_offset_commit
+    from kafka_wire import orphaned_progress_commit, transaction_verification
 
     config = flow_config(lab, tmp_path, [topic_name])
     cfg, flow = _flow(lab, tmp_path, topic_name, partitions=1)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     admin = clients.admin(west)
-    broker = str(next(iter(admin.list_topics(timeout=10).brokers)))
-
-    def verification(value: str | None) -> None:
-        op = AlterConfigOpType.SET if value else AlterConfigOpType.DELETE
-        res = ConfigResource(ResourceType.BROKER, broker, incremental_configs=[
-            ConfigEntry("transaction.partition.verification.enable", value or "", incremental_operation=op)])
-        admin.incremental_alter_configs([res])[res].result()
 
     def orphan(offset: int) -> None:
-        txn, boot = task_transactional_id(cfg.internal_prefix, flow.name), west.bootstrap_servers.split(",")[0]
-        producer = init_producer_id(boot, txn)
-        assert txn_offset_commit(boot, txn, progress_group(cfg.internal_prefix, flow.name), producer, topic_name, 0, offset) == 0
+        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], task_transactional_id(cfg.internal_prefix, flow.name),
+                                 progress_group(cfg.internal_prefix, flow.name), topic_name, 0, offset)
 
-    verification("false")  # the broker would refuse a TxnOffsetCommit outside a transaction (takes a moment to apply)
+    transaction_verification(admin, False)  # the broker would refuse a TxnOffsetCommit outside a transaction
     try:
         produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(10)])
         first = TaskCopier(cfg, flow)  # the task's id exists, and has committed progress
@@ -272,6 +258,6 @@ def test_a_progress_commit_of_the_task_id_that_no_transaction_owns_is_cleared(la
         orphan(28)
         planned = ReplicationStreamReader({"config": str(config), "flow": flow.name}).initialOffset()
     finally:
-        verification(None)
+        transaction_verification(admin, None)
     assert planned[topic_name]["0"] == 30
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(30)]

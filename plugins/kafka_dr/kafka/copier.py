@@ -530,7 +530,7 @@ class RangeCopier:
                 if offset < 0:  # refused, but which record is unknown: redo this chunk precisely
                     precise = True
                     continue
-                gone = self._target_missing(producer, spec.target_topic)
+                gone = target_missing(producer, spec.target_topic)
                 if gone or not self.flow.dead_letter_topic or offset in dead:
                     hint = (f"; {self.flow.target}/{spec.target_topic} does not exist (deleted mid-run?): it is not recreated behind "
                             f"the operator's back, restart the flow to have it created again" if gone else
@@ -586,7 +586,7 @@ class RangeCopier:
             if msgs:
                 last_progress = time.monotonic()
             elif end < OPEN and time.monotonic() - last_progress > self.stall_seconds:  # an open range may just be idle
-                self._abort(producer)
+                abort_quietly(producer)
                 raise TimeoutError(
                     f"flow {self.flow.name}: no records from {self.flow.source}/{topic}[{partition}] for "
                     f"{self.stall_seconds:.0f}s at offset {next_offset} (range ends at {end}); is the source reachable?"
@@ -603,7 +603,7 @@ class RangeCopier:
                             next_offset, done = end, True
                             break
                         continue
-                    self._abort(producer)
+                    abort_quietly(producer)
                     if err.code() == KafkaError._AUTO_OFFSET_RESET:
                         raise _BelowLogStart("offset out of range on the source")
                     raise RuntimeError(f"flow {self.flow.name}: reading {topic}[{partition}] at offset {next_offset}: {err.str()}")
@@ -639,7 +639,7 @@ class RangeCopier:
                                            functools.partial(delivered, off) if precise else None)
                 if reason is not None:
                     if not self.flow.dead_letter_topic:
-                        self._abort(producer)
+                        abort_quietly(producer)
                         raise RecordRejected(
                             f"flow {self.flow.name}: {self.flow.target} refuses {self.flow.source}/{topic}[{partition}]@{off} "
                             f"(-> {target_topic}[{partition}]): {reason}; nothing from offset {chunk.first_offset} on was copied; "
@@ -704,11 +704,11 @@ class RangeCopier:
         if chunk.error is None and failures:
             chunk.error = failures[0]
         if chunk.error is not None:
-            self._abort(producer)
+            abort_quietly(producer)
             if chunk.error.code() in PRODUCER_LOST:
                 raise ProducerLost(f"flow {self.flow.name}: the producer for {spec.topic}[{spec.partition}] was fenced or failed "
                                    f"({chunk.error.str()}); offsets {chunk.first_offset}..{next_offset - 1} rolled back")
-            if chunk.error.code() in TARGET_UNAVAILABLE and not self._target_missing(producer, spec.target_topic):
+            if chunk.error.code() in TARGET_UNAVAILABLE and not target_missing(producer, spec.target_topic):
                 # the target was down or cut off longer than delivery.timeout.ms: not the record's
                 # fault, so no refusal and no dead letter; the job restarts the query with backoff
                 raise TimeoutError(
@@ -718,7 +718,7 @@ class RangeCopier:
                 )
             return chunk.error_offset, chunk.error.str()
         if left:
-            self._abort(producer)
+            abort_quietly(producer)
             raise TimeoutError(
                 f"flow {self.flow.name}: {left} record(s) of {spec.topic}[{spec.partition}] offsets {chunk.first_offset}..{next_offset - 1} "
                 f"not acknowledged by {self.flow.target} within 120s; rolled back, nothing of them committed"
@@ -730,11 +730,11 @@ class RangeCopier:
                 producer.produce(self.seed_map_topic, key=seed_map_key(spec.target_topic, spec.partition, run.source_start),
                                  value=seed_map_value(run))
             if producer.flush(60):
-                self._abort(producer)
+                abort_quietly(producer)
                 raise TimeoutError(f"flow {self.flow.name}: seed map of {spec.topic}[{spec.partition}] not acknowledged; rolled back")
         lost = self._reports[(spec.topic, spec.partition)].lost
         if lost:
-            self._abort(producer)
+            abort_quietly(producer)
             raise ProducerLost(f"flow {self.flow.name}: the producer for {spec.topic}[{spec.partition}] lost its connection to "
                                f"{self.flow.target} ({lost[0].str()}); offsets "
                                f"{chunk.first_offset}..{next_offset - 1} rolled back, redone by a fresh producer")
@@ -743,21 +743,24 @@ class RangeCopier:
         producer.commit_transaction(60)
         return None
 
-    @staticmethod
-    def _target_missing(producer: Producer, topic: str) -> bool:
-        """Is the target topic gone? (A refused chunk then is no record's fault: no dead letter.)"""
-        try:
-            t = producer.list_topics(topic, timeout=10).topics.get(topic)
-        except KafkaException:
-            return False
-        return t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
 
-    @staticmethod
-    def _abort(producer: Producer) -> None:
-        try:
-            producer.abort_transaction(30)
-        except KafkaException:
-            pass  # the next init_transactions (a new producer) aborts it for certain
+
+def target_missing(producer: Producer, topic: str) -> bool:
+    """Is the target topic gone? (A refused chunk then is no record's fault: no dead letter.)"""
+    try:
+        t = producer.list_topics(topic, timeout=10).topics.get(topic)
+    except KafkaException:
+        return False
+    return t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def abort_quietly(producer: Producer) -> None:
+    """Abort the open transaction; a failure is fine: the next ``init_transactions`` (a fresh
+    producer of the same id) aborts it for certain."""
+    try:
+        producer.abort_transaction(30)
+    except KafkaException:
+        pass
 
 
 def read_committed_progress(cfg: DrConfig, flow: FlowConfig, partitions: list[tuple[str, int]], resolve: SecretResolver | None = None,

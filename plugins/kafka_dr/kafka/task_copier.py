@@ -46,7 +46,7 @@ from kafka_dr.core.progress import ProgressLost, encode_metadata, progress_group
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import (
     JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
-    committed_with_retry, fence, producer_lost, read_wait, transactional_producer,
+    abort_quietly, committed_with_retry, fence, producer_lost, read_wait, target_missing, transactional_producer,
 )
 from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, unstable
 
@@ -339,19 +339,19 @@ class TaskCopier:
         if failures:
             err = failures[0]
             if err.code() in PRODUCER_LOST:
-                self._abort(producer)
+                abort_quietly(producer)
                 raise ProducerLost(f"flow {self.flow.name}: the task's producer was fenced or failed ({err.str()}); {span} rolled back")
-            if err.code() in TARGET_UNAVAILABLE and not any(RangeCopier._target_missing(producer, p.spec.target_topic) for p in touched):
-                self._abort(producer)
+            if err.code() in TARGET_UNAVAILABLE and not any(target_missing(producer, p.spec.target_topic) for p in touched):
+                abort_quietly(producer)
                 raise TimeoutError(f"flow {self.flow.name}: {self.flow.target} did not acknowledge {span} ({err.str()}); rolled back, "
                                    f"nothing of them committed; is the target reachable?")
             raise _HandOff(err.str())
         if left:
-            self._abort(producer)
+            abort_quietly(producer)
             raise TimeoutError(f"flow {self.flow.name}: {left} record(s) of {span} not acknowledged by {self.flow.target} within 120s; "
                                f"rolled back, nothing of them committed")
         if self._reports.lost:
-            self._abort(producer)
+            abort_quietly(producer)
             raise ProducerLost(f"flow {self.flow.name}: the task's producer lost its connection to {self.flow.target} "
                                f"({self._reports.lost[0].str()}); {span} rolled back, redone by a fresh producer")
         now_ms = int(self.clock() * 1000)
@@ -375,7 +375,7 @@ class TaskCopier:
     def _hand_off(self, producer: Producer, source: Consumer, parts: dict[Key, _Part], h: _HandOff, on_commit: OnCommit | None) -> None:
         """Abort the open transaction and copy each of its partitions' records with the
         per-partition copier, over the same offsets; then go on after them."""
-        self._abort(producer)
+        abort_quietly(producer)
         log.warning("flow %s: %s; the records of the rolled-back transaction are copied per partition", self.flow.name, h)
         for key, p in parts.items():
             if p.first < 0 and key != h.reset:
@@ -391,10 +391,3 @@ class TaskCopier:
         # every partition from where its copy stands (a seek is refused for a partition in the
         # "offset out of range" state; what was fetched for the others is fetched again)
         source.assign([TopicPartition(p.spec.topic, p.spec.partition, p.position) for p in parts.values()])
-
-    @staticmethod
-    def _abort(producer: Producer) -> None:
-        try:
-            producer.abort_transaction(30)
-        except KafkaException:
-            pass  # the next init_transactions (a fresh producer) aborts it for certain
