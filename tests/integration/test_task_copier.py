@@ -10,6 +10,7 @@ the per-partition copier handles them.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -77,6 +78,14 @@ def _copy_until_fenced(copier: TaskCopier, specs: list[RangeSpec]) -> tuple[thre
     return t, failure
 
 
+def _assert_fenced(producer, topic: str) -> None:
+    """``producer`` can no longer commit anything (a newer producer fenced it)."""
+    with pytest.raises(KafkaException):
+        producer.begin_transaction()
+        producer.produce(topic, b"zombie", partition=0)
+        producer.commit_transaction(30)
+
+
 def _ends(sent, partitions: int = PARTITIONS) -> dict[int, int]:
     return {p: max([s.offset + 1 for s in sent if s.partition == p], default=0) for p in range(partitions)}
 
@@ -127,7 +136,7 @@ def test_a_new_task_copier_fences_the_old_one_and_nothing_is_copied_twice(lab, t
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
 
 
-def test_task_and_per_partition_copiers_fence_each_other(lab, tmp_path, topic_name):
+def test_task_and_per_partition_copiers_fence_each_other(lab, tmp_path, topic_name, caplog):
     """Two kinds of transactional id cover the same partitions (a task's and each partition's):
     each kind fences the other's ids before it copies, so a zombie of either kind is stopped."""
     cfg, flow = _flow(lab, tmp_path, topic_name, partitions=2)
@@ -145,15 +154,22 @@ def test_task_and_per_partition_copiers_fence_each_other(lab, tmp_path, topic_na
         assert not t.is_alive() and failure, "the task copier was fenced"
         # and a task copier fences the per-partition ids: that copier's producer is done
         fresh = TaskCopier(cfg, flow)
+        fresh.copy(_specs(topic_name, 2), until=_until_progress(cfg, flow, topic_name, _ends(sent, 2)))
+        # the per-partition copier's next copy finds its producer fenced and redoes with a fresh
+        # one, which fences the task id again (as a redo fences its own id's zombie) before it
+        # reads progress
+        sent += produce_varied(east, topic_name, "d", 100, 2)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="kafka_dr.kafka.copier"):
+            per_partition.copy(RangeSpec(topic_name, 0, 0, _ends(sent, 2)[0], topic_name))
+        assert "producer fenced or failed" in caplog.text and "redoing the range with a fresh one" in caplog.text
+        _assert_fenced(fresh._producer, topic_name)
+        fresh.close()
+        last = TaskCopier(cfg, flow)
         try:
-            fresh.copy(_specs(topic_name, 2), until=_until_progress(cfg, flow, topic_name, _ends(sent, 2)))
+            last.copy(_specs(topic_name, 2), until=_until_progress(cfg, flow, topic_name, _ends(sent, 2)))
         finally:
-            fresh.close()
-        zombie = per_partition._producers[(topic_name, 0)]
-        with pytest.raises(KafkaException):
-            zombie.begin_transaction()
-            zombie.produce(topic_name, b"zombie", partition=0)
-            zombie.commit_transaction(30)
+            last.close()
     finally:
         per_partition.close()
         task.close()

@@ -270,8 +270,8 @@ class RangeCopier:
         :param keep_timestamp: records whose timestamp it refuses are filtered (a time window).
         :param seed_map_topic: record runs of (source offset, target offset) in this topic of
             the target, in the same transaction as the records (failback's re-seed).
-        :param fence_task_streams: fence the flow's streaming-task transactional id before the
-            first copy (:func:`fence`); off only for a task copier's own helper.
+        :param fence_task_streams: fence the flow's streaming-task transactional id with every
+            new producer (:func:`fence`); off only for a task copier's own helper.
         :param consumer_overrides: settings of the source consumer (streaming copies:
             :func:`streaming_fetch`)."""
         self.cfg = cfg
@@ -294,7 +294,6 @@ class RangeCopier:
         self._kept: tuple[str, int, int] | None = None  #: (topic, partition, next offset) still assigned after an open range
         self._meta: Consumer | None = None
         self.fence_task_streams = fence_task_streams
-        self._fenced = False
 
     # --- clients ---------------------------------------------------------------------
 
@@ -302,11 +301,13 @@ class RangeCopier:
         key = (topic, partition)
         p = self._producers.get(key)
         if p is None:
-            if self.fence_task_streams and not self._fenced:
-                # a streaming task's copier commits these partitions under the flow's task id: a
-                # zombie of it (a query that is gone, a worker that lives on) is fenced first
+            if self.fence_task_streams:
+                # A streaming task's copier commits these partitions under the flow's task id: a
+                # zombie of it (a query that is gone, a worker that lives on) is fenced first, by
+                # every new producer, as a producer of the partition's own id fences that id's
+                # zombies: a redo after this copier was fenced by a task copier fences it back,
+                # and whichever copies next reads committed progress after the fencing.
                 fence(self.cfg, self.flow, self.resolve, [task_transactional_id(self.cfg.internal_prefix, self.flow.name)])
-                self._fenced = True
             reports = self._reports[key] = Reports()
             p = transactional_producer(self.cfg, self.flow, self.resolve,
                                        transactional_id(self.cfg.internal_prefix, self.flow.name, topic, partition), reports,

@@ -15,7 +15,8 @@ How exactly-once holds (the per-partition copier's scheme, with one id per task)
    earlier one, a zombie of a stopped query included, and aborts its open transaction.
 2. It then fences every per-partition id of its partitions (:func:`~kafka_dr.kafka.copier.fence`),
    so a fixed-range or per-partition copier still running is stopped too; those fence the
-   task id in turn before they copy. Only then is committed progress read.
+   task id in turn with every new producer. Every new producer here fences them again (a
+   redo after this copier was fenced), and only then is committed progress read.
 3. Each transaction holds the records of every partition read since the last one and the
    progress offsets of those partitions (``send_offsets_to_transaction``): all or nothing.
 
