@@ -129,13 +129,10 @@ class TaskCopier:
 
     def _source_consumer(self) -> Consumer:
         if self._source is None:
-            self._source = Consumer(client_config(
-                self.cfg.cluster(self.flow.source), self.resolve,
-                **{"group.id": f"{self.group}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
-                   "isolation.level": "read_committed", "auto.offset.reset": "error",
-                   "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
-                   "queued.max.messages.kbytes": 256 * 1024,
-                   "fetch.wait.max.ms": max(1, round(self.read_seconds * 800)), "fetch.min.bytes": 256 * 1024}))
+            # the per-partition copier's source settings; no partition EOF events (an open range
+            # never ends), and the broker holds a fetch for 80% of a read (READ_SECONDS)
+            self._source = Consumer({**self.helper.source_consumer_config(), "enable.partition.eof": False,
+                                     "fetch.wait.max.ms": max(1, round(self.read_seconds * 800)), "fetch.min.bytes": 256 * 1024})
         return self._source
 
     def _progress_consumer(self) -> Consumer:

@@ -71,7 +71,7 @@ LAG_EVERY_SECONDS = 1.0
 COUNTERS = ("read", "written", "filtered", "bytes", "lost_to_retention", "transactions", "dead_lettered")
 
 #: this Python worker's threads, by (copier key..., topic, partition)
-_streams: dict[tuple, "PartitionStream"] = {}
+_streams: dict[tuple, "_Stream"] = {}
 
 
 class _Tally:
