@@ -1,12 +1,13 @@
-"""Every transactional producer connects to all brokers at once (kafka_dr.kafka.clients.
-transactional_config): with librdkafka's sparse connections an ``init_transactions`` took 55
-or about 505 ms instead of 3-8 ms, paid by each copy's producer and each fencing."""
+"""Producers that live for one ``init_transactions`` (fencing, clearing orphaned commits)
+connect to all brokers at once (kafka_dr.kafka.clients.one_shot_transactional_config): with
+librdkafka's sparse connections each took 55 or about 505 ms instead of 3-8 ms. The copiers'
+own producers keep librdkafka's default (see the function's docstring)."""
 
 import textwrap
 
 from kafka_dr.core.config_load import parse_config_text
 from kafka_dr.kafka import copier, orphaned_offsets
-from kafka_dr.kafka.clients import transactional_config
+from kafka_dr.kafka.clients import one_shot_transactional_config
 
 CONFIG = textwrap.dedent("""\
     clusters:
@@ -43,22 +44,23 @@ def _setup(monkeypatch, module):
 
 def test_the_settings_name_the_id_keep_the_clusters_own_and_connect_to_every_broker():
     cfg = parse_config_text(CONFIG)
-    conf = transactional_config(cfg.cluster("west"), None, "dr.east_to_west.task", **{"linger.ms": 10})
+    conf = one_shot_transactional_config(cfg.cluster("west"), None, "dr.east_to_west.task", **{"linger.ms": 10})
     assert conf["transactional.id"] == "dr.east_to_west.task"
     assert conf["enable.sparse.connections"] is False
     assert conf["bootstrap.servers"] == "127.0.0.1:2" and conf["client.id"] == "west-client"
     assert conf["linger.ms"] == 10
 
 
-def test_a_copiers_producer_and_every_fencing_producer_use_them(monkeypatch):
+def test_every_fencing_producer_uses_them_and_a_copiers_own_producer_does_not(monkeypatch):
     cfg, flow = _setup(monkeypatch, copier)
     copier.transactional_producer(cfg, flow, None, "dr.east_to_west.orders.0", copier.Reports())
     copier.fence(cfg, flow, None, ["dr.east_to_west.task", "dr.east_to_west.orders.1"])
+    own, *fencing = _Recorded.made
     assert [p.conf["transactional.id"] for p in _Recorded.made] == [
         "dr.east_to_west.orders.0", "dr.east_to_west.task", "dr.east_to_west.orders.1"]
-    assert all(p.conf["enable.sparse.connections"] is False for p in _Recorded.made)
+    assert all(p.conf["enable.sparse.connections"] is False for p in fencing)
     assert all(p.calls[0] == "init_transactions" for p in _Recorded.made)
-    assert _Recorded.made[0].conf["acks"] == "all"  # the copier's own settings are kept
+    assert "enable.sparse.connections" not in own.conf and own.conf["acks"] == "all"
 
 
 def test_clearing_orphaned_commits_uses_them_too(monkeypatch):

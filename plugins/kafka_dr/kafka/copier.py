@@ -35,7 +35,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import Transform, router_for
 from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, task_transactional_id,
                                     transactional_id)
-from kafka_dr.kafka.clients import SecretResolver, client_config, transactional_config
+from kafka_dr.kafka.clients import SecretResolver, client_config, one_shot_transactional_config
 from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, unstable
 
 log = logging.getLogger(__name__)
@@ -200,9 +200,10 @@ def transactional_producer(cfg: DrConfig, flow: FlowConfig, resolve: SecretResol
                            every_report: bool = False, overrides: dict[str, Any] | None = None) -> Producer:
     """A copier's producer on the flow's target, its transactions initialised (which fences
     every earlier producer of ``txn_id`` and aborts its open transaction)."""
-    conf = transactional_config(
-        cfg.cluster(flow.target), resolve, txn_id,
+    conf = client_config(
+        cfg.cluster(flow.target), resolve,
         **{
+            "transactional.id": txn_id,  # librdkafka's sparse connections kept (one_shot_transactional_config)
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 10,
@@ -240,7 +241,7 @@ def fence(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, txn_i
     partitions, :mod:`kafka_dr.kafka.task_copier`). Two ids on one partition fence nothing of
     each other by themselves, so each kind fences the other's ids before it copies."""
     for txn_id in txn_ids:
-        p = Producer(transactional_config(cfg.cluster(flow.target), resolve, txn_id, **{"transaction.timeout.ms": 60_000}))
+        p = Producer(one_shot_transactional_config(cfg.cluster(flow.target), resolve, txn_id, **{"transaction.timeout.ms": 60_000}))
         p.init_transactions(30)
 
 

@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.progress import progress_group, task_transactional_id, transactional_id
-from kafka_dr.kafka.clients import SecretResolver, client_config, transactional_config
+from kafka_dr.kafka.clients import SecretResolver, client_config, one_shot_transactional_config
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +66,11 @@ def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[tuple[str, s
     try:
         group_meta = meta.consumer_group_metadata()
         for source_topic, target_topic, partition in pairs:
-            p = Producer(transactional_config(target, resolve, transactional_id(cfg.internal_prefix, flow.name, source_topic, partition)))
+            p = Producer(one_shot_transactional_config(target, resolve, transactional_id(cfg.internal_prefix, flow.name, source_topic, partition)))
             p.init_transactions(30)
             abort_offsets_transaction(p, group_meta, [TopicPartition(target_topic, partition)])  # synchronous
         # a whole streaming task commits every partition's progress under the flow's task id
-        p = Producer(transactional_config(target, resolve, task_transactional_id(cfg.internal_prefix, flow.name)))
+        p = Producer(one_shot_transactional_config(target, resolve, task_transactional_id(cfg.internal_prefix, flow.name)))
         p.init_transactions(30)
         abort_offsets_transaction(p, group_meta, [TopicPartition(t, q) for _, t, q in pairs])
         log.warning("flow %s: cleared pending progress commits no transaction owned on %s (%d partition(s)); "
