@@ -116,9 +116,9 @@ def one_shot_transactional_config(cluster: ClusterConfig, resolve: SecretResolve
     Why only here: the copiers' own producers live on through broker restarts and network
     cuts. With this setting on them too, the lab's network-cut drill once stalled for six
     minutes after the cut (its task copier stuck in a call until the query's watchdog
-    restarted it; nothing lost or duplicated) in a clean-clone CI run, and a run of four lab test files
-    was 8 minutes slower; the cause was not found, so they keep librdkafka's default and pay
-    the wait once per producer."""
+    restarted it; nothing lost or duplicated) in a clean-clone CI run, and a run of four lab
+    test files was 8 minutes slower; the cause was not found, so they keep librdkafka's
+    default and pay the wait once per producer."""
     return client_config(cluster, resolve, **{"transactional.id": txn_id, "enable.sparse.connections": False, **overrides})
 
 
