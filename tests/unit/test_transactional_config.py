@@ -1,13 +1,18 @@
 """Producers that live for one ``init_transactions`` (fencing, clearing orphaned commits)
 connect to all brokers at once (kafka_dr.kafka.clients.one_shot_transactional_config): with
 librdkafka's sparse connections each took 55 or about 505 ms instead of 3-8 ms. The copiers'
-own producers keep librdkafka's default (see the function's docstring)."""
+own producers keep librdkafka's default (see the function's docstring) and first connect to a
+broker known by id (kafka_dr.kafka.clients.connect_to_a_known_broker)."""
 
 import textwrap
+from types import SimpleNamespace
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from kafka_dr.core.config_load import parse_config_text
 from kafka_dr.kafka import copier, orphaned_offsets
-from kafka_dr.kafka.clients import one_shot_transactional_config
+from kafka_dr.kafka.clients import connect_to_a_known_broker, one_shot_transactional_config
 
 CONFIG = textwrap.dedent("""\
     clusters:
@@ -30,6 +35,10 @@ class _Recorded:
 
     def init_transactions(self, timeout):
         self.calls.append("init_transactions")
+
+    def list_topics(self, topic=None, timeout=None):
+        self.calls.append(f"list_topics {topic}")
+        return SimpleNamespace(orig_broker_id=1)
 
     def __getattr__(self, name):
         return lambda *a, **k: self.calls.append(name)
@@ -59,7 +68,9 @@ def test_every_fencing_producer_uses_them_and_a_copiers_own_producer_does_not(mo
     assert [p.conf["transactional.id"] for p in _Recorded.made] == [
         "dr.east_to_west.orders.0", "dr.east_to_west.task", "dr.east_to_west.orders.1"]
     assert all(p.conf["enable.sparse.connections"] is False for p in fencing)
-    assert all(p.calls[0] == "init_transactions" for p in _Recorded.made)
+    assert all(p.calls == ["init_transactions"] for p in fencing)
+    # a known broker's connection first, asking for one topic's metadata, not the whole cluster's
+    assert own.calls == ["list_topics __consumer_offsets", "init_transactions"]
     assert "enable.sparse.connections" not in own.conf and own.conf["acks"] == "all"
 
 
@@ -80,3 +91,37 @@ def test_clearing_orphaned_commits_uses_them_too(monkeypatch):
     orphaned_offsets.clear_flow_orphans(cfg, flow, [("orders", "orders", 0)])
     assert len(_Recorded.made) == 2  # the partition's id, then the flow's task id
     assert all(p.conf["enable.sparse.connections"] is False for p in _Recorded.made)
+
+
+class _Answers:
+    """Stands in for a producer whose metadata requests are answered by the given brokers
+    (-1: the bootstrap entry) or fail."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.asked = 0
+
+    def list_topics(self, topic=None, timeout=None):
+        self.asked += 1
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return SimpleNamespace(orig_broker_id=answer)
+
+
+@pytest.mark.parametrize("answers, asked", [
+    ((1,), 1),                # the usual case: a known broker answers the first request
+    ((-1, 1, 1), 2),          # the bootstrap entry answered: ask again, a known broker connects
+    ((-1, -1, -1, 1), 3),     # at most three tries, then init_transactions goes ahead anyway
+])
+def test_connecting_asks_until_a_broker_known_by_id_answers(answers, asked):
+    client = _Answers(*answers)
+    connect_to_a_known_broker(client)
+    assert client.asked == asked
+
+
+def test_a_cluster_that_does_not_answer_is_left_to_init_transactions():
+    client = _Answers(KafkaException(KafkaError(KafkaError._TRANSPORT)), 1)
+    connect_to_a_known_broker(client)  # no error of its own
+    assert client.asked == 1
+

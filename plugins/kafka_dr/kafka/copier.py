@@ -35,7 +35,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import Transform, router_for
 from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, task_transactional_id,
                                     transactional_id)
-from kafka_dr.kafka.clients import SecretResolver, client_config, one_shot_transactional_config
+from kafka_dr.kafka.clients import SecretResolver, client_config, connect_to_a_known_broker, one_shot_transactional_config
 from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, unstable
 
 log = logging.getLogger(__name__)
@@ -228,6 +228,7 @@ def transactional_producer(cfg: DrConfig, flow: FlowConfig, resolve: SecretResol
     # minutes, every partition, on each target restart).
     conf["error_cb"] = reports.error
     p = Producer(conf)
+    connect_to_a_known_broker(p)
     p.init_transactions(30)
     return p
 
