@@ -20,7 +20,8 @@ from confluent_kafka import KafkaException, TopicPartition
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import OPEN, ProducerLost, RangeCopier, RangeSpec, RecordRejected, read_committed_progress
+from kafka_dr.kafka.copier import (OPEN, ProducerLost, RangeCopier, RangeSpec, RecordRejected, Reports, producer_lost, read_committed_progress,
+                                   transactional_producer)
 from kafka_dr.kafka.task_copier import TaskCopier
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
@@ -174,6 +175,31 @@ def test_task_and_per_partition_copiers_fence_each_other(lab, tmp_path, topic_na
         per_partition.close()
         task.close()
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
+
+
+def test_a_fenced_producer_holding_a_record_counts_as_lost_and_its_copier_closes_quietly(lab, tmp_path, topic_name):
+    """librdkafka reports the fence as a fatal error when it serves the held record; confluent-kafka
+    raises it from that flush, as SystemError when the same flush serves the record's delivery
+    report next (2.16.1: every time here). Either way the producer is lost (the range is redone
+    with a fresh one), and closing a copier that holds it raises nothing: the record is purged."""
+    cfg, flow = _flow(lab, tmp_path, topic_name, partitions=1)
+
+    def fenced_holding_a_record(txn_id: str):
+        zombie = transactional_producer(cfg, flow, None, txn_id, Reports())
+        transactional_producer(cfg, flow, None, txn_id, Reports())  # fences it
+        zombie.begin_transaction()
+        zombie.produce(topic_name, b"zombie", partition=0)
+        return zombie
+
+    with pytest.raises((KafkaException, SystemError)) as raised:
+        fenced_holding_a_record(f"{topic_name}.flushed").flush(10)
+    assert producer_lost(raised.value), repr(raised.value)
+    task, ranges = TaskCopier(cfg, flow), RangeCopier(cfg, flow)
+    task._producer = fenced_holding_a_record(f"{topic_name}.task")
+    ranges._producers[(topic_name, 0)] = fenced_holding_a_record(f"{topic_name}.range")
+    task.close()
+    ranges.close()
+    assert task._producer is None and not ranges._producers
 
 
 def test_a_refused_record_is_set_aside_by_the_per_partition_copier(lab, tmp_path, topic_name):

@@ -13,6 +13,17 @@ def test_fenced_purged_and_fatal_errors_mean_a_lost_producer():
     assert producer_lost(ProducerLost("x"))
 
 
+def test_a_system_error_caused_by_a_fatal_error_means_a_lost_producer():
+    """A flush that serves a fatal error and then a delivery report raises SystemError caused
+    by the fatal error (confluent-kafka 2.16.1; seen in CI on a fenced task copier)."""
+    fenced = KafkaException(KafkaError(KafkaError._FENCED, fatal=True))
+    try:
+        raise SystemError("Reports.delivery returned a result with an exception set") from fenced
+    except SystemError as e:
+        assert producer_lost(e)
+    assert not producer_lost(SystemError("no cause"))
+
+
 def test_refusals_and_other_errors_are_not_a_lost_producer():
     assert not producer_lost(KafkaException(KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)))
     assert not producer_lost(KafkaException(KafkaError(KafkaError.INVALID_RECORD)))

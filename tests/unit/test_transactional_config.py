@@ -125,3 +125,27 @@ def test_a_cluster_that_does_not_answer_is_left_to_init_transactions():
     connect_to_a_known_broker(client)  # no error of its own
     assert client.asked == 1
 
+
+class _FencedHandle(_Recorded):
+    """A producer in librdkafka's fatal state: purge refuses too."""
+
+    def purge(self, *a, **k):
+        self.calls.append("purge")
+        raise KafkaException(KafkaError(KafkaError._FENCED, fatal=True))
+
+
+@pytest.mark.parametrize("handle", [_Recorded, _FencedHandle])
+def test_closing_a_copier_purges_what_its_producers_hold_and_flushes_nothing(monkeypatch, handle):
+    """What a copier's producer still holds at close belongs to a transaction that is open,
+    aborted or fenced: close lets it go unsent (kafka_dr.kafka.copier.discard). A flush
+    of a fenced producer raises its fatal error (in CI once as SystemError) from close."""
+    from kafka_dr.kafka.task_copier import TaskCopier
+
+    cfg, flow = _setup(monkeypatch, copier)
+    ranges, task = copier.RangeCopier(cfg, flow), TaskCopier(cfg, flow)
+    ranges._producers[("orders", 0)] = held = handle({})
+    task._producer = task_held = handle({})
+    ranges.close()
+    task.close()
+    assert held.calls == ["purge"] and task_held.calls == ["purge"]
+    assert not ranges._producers and task._producer is None

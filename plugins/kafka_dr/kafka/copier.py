@@ -155,6 +155,12 @@ class ProducerLost(RuntimeError):
 def producer_lost(e: BaseException) -> bool:
     if isinstance(e, ProducerLost):
         return True
+    if isinstance(e, SystemError) and isinstance(e.__cause__, KafkaException):
+        # confluent-kafka raises a fatal error (fenced) from the poll or flush that serves it
+        # (error_cb in its confluent_kafka.c sets the exception without stashing it); when
+        # that call serves a delivery report next, calling Python raises SystemError with the
+        # fatal error as its cause (seen in CI: a fenced task copier's flush, 2.16.1)
+        return producer_lost(e.__cause__)
     if isinstance(e, KafkaException) and e.args and isinstance(e.args[0], KafkaError):
         err = e.args[0]
         return err.code() in PRODUCER_LOST or err.fatal()
@@ -317,12 +323,7 @@ class RangeCopier:
         return p
 
     def _drop_producer(self, topic: str, partition: int) -> None:
-        p = self._producers.pop((topic, partition), None)
-        if p is not None:
-            try:
-                p.purge()  # nothing of it may linger: its transaction was aborted or it was fenced
-            except KafkaException:
-                pass
+        discard(self._producers.pop((topic, partition), None))
 
     def _source_consumer(self) -> Consumer:
         if self._source is None:
@@ -352,7 +353,7 @@ class RangeCopier:
 
     def close(self) -> None:
         for p in self._producers.values():
-            p.flush(10)
+            discard(p)
         self._producers.clear()
         for c in (self._source, self._meta):
             if c is not None:
@@ -754,6 +755,24 @@ def target_missing(producer: Producer, topic: str) -> bool:
     except KafkaException:
         return False
     return t is None or (t.error is not None and t.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def discard(producer: Producer | None) -> None:
+    """Let go of a copier's producer without sending what it still holds.
+
+    Every committed transaction was flushed by ``commit_transaction``, so whatever is still
+    queued belongs to a transaction that is open, aborted or fenced: writing it could only
+    add records to be aborted. So nothing is flushed and no callback is served: a flush of a
+    fenced producer raises its fatal error, or ``SystemError`` caused by it (see
+    ``producer_lost``), which from a ``close`` in a ``finally`` would hide the error that
+    matters. A transaction left open on the broker is aborted by the next producer of the
+    same id (``init_transactions``) or by ``transaction.timeout.ms``; an abort here could
+    block such a ``close`` on an unreachable target."""
+    if producer is not None:
+        try:
+            producer.purge()
+        except KafkaException:
+            pass
 
 
 def abort_quietly(producer: Producer) -> None:

@@ -47,7 +47,7 @@ from kafka_dr.core.progress import ProgressLost, encode_metadata, progress_group
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import (
     JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
-    abort_quietly, committed_with_retry, fence, producer_lost, read_wait, target_missing, transactional_producer,
+    abort_quietly, committed_with_retry, discard, fence, producer_lost, read_wait, target_missing, transactional_producer,
 )
 from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, unstable
 
@@ -121,11 +121,7 @@ class TaskCopier:
 
     def _drop_producer(self) -> None:
         p, self._producer = self._producer, None
-        if p is not None:
-            try:
-                p.purge()
-            except KafkaException:
-                pass
+        discard(p)
 
     def _source_consumer(self) -> Consumer:
         if self._source is None:
@@ -142,9 +138,7 @@ class TaskCopier:
         return self._meta
 
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(10)
-        self._producer = None
+        self._drop_producer()
         for c in (self._source, self._meta):
             if c is not None:
                 c.close()
