@@ -45,7 +45,8 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
 
 def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, lab_config):
     """The full run's path (one system after another), raw pipe only and small: the unmeasured
-    warm-up copy happens before the first measured phase, and its topics go with the run's."""
+    warm-up copy happens before the first measured phase, and its topics go with the run's.
+    Every measured phase starts with the dirty page cache written out, and says how much."""
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "rawpipe",
                            "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "2000"],
                           capture_output=True, text=True, timeout=600)
@@ -56,6 +57,8 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     assert out.index("brokers warmed up") < out.index("[bench] rawpipe  s100:"), "warm-up before the first measured phase"
     figures = json.loads(out.strip().splitlines()[-1])
     assert figures["rawpipe_s100_complete"] is True and figures["rawpipe_s100_records"] == 3000, "the warm-up's records are not counted"
+    assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(figures["rawpipe_latency_synced_mb"], int)
+    assert re.search(r"\[bench\] rawpipe  latency: .*, \d+ MB synced first", out), out[-2000:]
     for cluster in lab_config.clusters.values():
         left = [t for t in AdminClient(client_config(cluster)).list_topics(timeout=30).topics if figures["run"] in t]
         assert not left, (cluster.name, left)

@@ -3,7 +3,8 @@
 Figures are nested as ``results[system][phase][metric]`` (phase ``s<size>`` for a backlog of
 ``size``-byte values, ``latency`` for the steady-load phase) and flattened into the JSON line
 as ``<system>_<phase>_<metric>``, plus ``ratio_ours_<other>_<phase>_<metric>`` for
-throughput and latency, and the run's parameters.
+throughput and latency, and the run's parameters. Full runs add ``synced_mb`` to every
+phase: the dirty page-cache data written out before it (:mod:`kafka_dr.bench.disk`).
 """
 
 from __future__ import annotations

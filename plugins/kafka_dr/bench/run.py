@@ -16,7 +16,8 @@ are produced on ``east`` and copied to ``west`` by the raw pipe, and small trans
 on ``west`` for 30 s, unmeasured (:func:`warm_brokers`).
 
 Memory: peak RSS of each system's process tree (sampled every 250 ms), per phase.
-Systems run one after another, never at the same time.
+Systems run one after another, never at the same time, and every phase starts with the page
+cache's dirty data written out (:mod:`kafka_dr.bench.disk`; ``synced_mb`` says how much).
 
 Every topic a run creates has the run's id in its name (``bench.<hex>``): at the end, pass or
 fail, they are deleted on both clusters unless ``keep_topics`` (a full run leaves about 4 GB
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from kafka_dr.bench import load
+from kafka_dr.bench import disk, load
 from kafka_dr.bench.procmem import PeakRss
 from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, flatten
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
@@ -287,24 +288,30 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
             say(f"[bench] {topic}: {records:,} records of {size} B produced in {secs:.1f}s")
             ends = load.end_offsets(e_admin, topic, partitions)
             for s in sys_objs:
+                synced = disk.write_back()
                 try:
-                    r = backlog_phase(s, topic, partitions, size, ends, timeout)
+                    r = {**backlog_phase(s, topic, partitions, size, ends, timeout), "synced_mb": synced}
                 except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
-                    r = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False)
+                    r = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False, synced_mb=synced)
                     say(f"[bench] {s.name:<8} s{size}: FAILED: {r['error']}")
                     results[s.name][f"s{size}"] = r
                     continue
                 results[s.name][f"s{size}"] = r
                 say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
-                    f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB")
+                    f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, "
+                    f"{synced} MB synced first")
         for s in sys_objs:
+            synced = disk.write_back()
             try:
-                r = latency_phase(s, f"{run}.lat.{s.name}", partitions, latency_rate, latency_seconds, warmup_seconds, min(timeout, 300))
+                r = {**latency_phase(s, f"{run}.lat.{s.name}", partitions, latency_rate, latency_seconds, warmup_seconds, min(timeout, 300)),
+                     "synced_mb": synced}
             except Exception as e:  # noqa: BLE001 - as above
-                r = failed(LATENCY_METRICS, e)
+                results[s.name]["latency"] = r = failed(LATENCY_METRICS, e, synced_mb=synced)
                 say(f"[bench] {s.name:<8} latency: FAILED: {r['error']}")
+                continue
             results[s.name]["latency"] = r
-            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms ({r['samples']:,} samples), peak RSS {r['peak_rss_mb']} MB")
+            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms ({r['samples']:,} samples), peak RSS {r['peak_rss_mb']} MB, "
+                f"{synced} MB synced first")
         return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
 
 
