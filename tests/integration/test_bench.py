@@ -46,7 +46,8 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
 def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, lab_config):
     """The full run's path (one system after another), raw pipe only and small: the unmeasured
     warm-up copy happens before the first measured phase, and its topics go with the run's.
-    Every measured phase starts with the dirty page cache written out, and says how much."""
+    Every measured phase starts with the dirty page cache written out, and says how much; the
+    latency is measured in two rounds."""
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "rawpipe",
                            "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "2000"],
                           capture_output=True, text=True, timeout=600)
@@ -58,7 +59,9 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     figures = json.loads(out.strip().splitlines()[-1])
     assert figures["rawpipe_s100_complete"] is True and figures["rawpipe_s100_records"] == 3000, "the warm-up's records are not counted"
     assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(figures["rawpipe_latency_synced_mb"], int)
-    assert re.search(r"\[bench\] rawpipe  latency: .*, \d+ MB synced first", out), out[-2000:]
+    # latency in two rounds (the second in reverse order), each after the page cache was written out
+    assert figures["latency_rounds"] == 2 and len(figures["rawpipe_latency_p99_ms_by_round"]) == 2
+    assert len(re.findall(r"\[bench\] rawpipe  latency round [12]/2: .*, \d+ MB synced first", out)) == 2, out[-2000:]
     for cluster in lab_config.clusters.values():
         left = [t for t in AdminClient(client_config(cluster)).list_topics(timeout=30).topics if figures["run"] in t]
         assert not left, (cluster.name, left)
@@ -69,10 +72,12 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
     exactly-once source support, the backlog's completion is read from its committed source
     offsets, and a ``read_committed`` count finds every record exactly once."""
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "mm2eos",
-                           "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "0"],
+                           "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "0",
+                           "--latency-rounds", "1"],  # one MirrorMaker start for the latency is enough here
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figures["latency_rounds"] == 1 and len(figures["mm2eos_latency_p99_ms_by_round"]) == 1
     assert figures["mm2eos_guarantee"].startswith("exactly-once")
     assert figures["mm2eos_s100_copied"] == 3000 and figures["mm2eos_s100_complete"] is True
     assert figures["mm2eos_latency_samples"] > 0
@@ -87,4 +92,11 @@ def test_an_unknown_system_is_refused_before_anything_starts(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), "--systems", "ours,mm3"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0 and "unknown mm3" in proc.stderr and "mm2eos" in proc.stderr
+    assert not (tmp_path / "nolab").exists()
+
+
+def test_zero_latency_rounds_are_refused_before_anything_starts(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), "--latency-rounds", "0"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "--latency-rounds 0: must be at least 1" in proc.stderr
     assert not (tmp_path / "nolab").exists()

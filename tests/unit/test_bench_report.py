@@ -1,9 +1,12 @@
 """The benchmark's report (kafka_dr.bench.report) with literal figures."""
 
 from kafka_dr.bench.mm2 import Mm2Checkpoint, decode_checkpoint
-from kafka_dr.bench.report import expected_keys, flatten, json_line, ratio, table
+import pytest
 
-PARAMS = {"run": "bench.x", "records": 1000, "partitions": 8, "sizes": [100], "latency_rate": 500, "latency_seconds": 5.0}
+from kafka_dr.bench.report import expected_keys, flatten, json_line, latency_figures, latency_schedule, percentile, ratio, table
+
+PARAMS = {"run": "bench.x", "records": 1000, "partitions": 8, "sizes": [100], "latency_rate": 500, "latency_seconds": 5.0,
+          "latency_rounds": 2}
 
 
 def backlog(rps, mbps):
@@ -12,7 +15,7 @@ def backlog(rps, mbps):
 
 
 def latency(p50, p99):
-    return {"p50_ms": p50, "p99_ms": p99, "samples": 10, "sent": 12, "peak_rss_mb": 50}
+    return {"p50_ms": p50, "p99_ms": p99, "samples": 10, "sent": 12, "peak_rss_mb": 50, "p99_ms_by_round": [p99 - 1, p99 + 1]}
 
 
 RESULTS = {"ours": {"s100": backlog(800, 0.08), "latency": latency(900.0, 1500.0)},
@@ -64,3 +67,30 @@ def test_mm2_properties_enable_exactly_once_for_the_target_and_name_remote_topic
     assert {"west.exactly.once.source.support = enabled", "dedicated.mode.enable.internal.rest = true",
             "replication.policy.separator = .eos.", "east.consumer.isolation.level = read_committed"} <= lines
     assert "east.exactly.once.source.support = enabled" not in lines  # only the target is written to
+
+
+def test_every_other_latency_round_runs_the_systems_in_reverse_order():
+    assert latency_schedule(["ours", "mm2", "rawpipe"], 1) == [["ours", "mm2", "rawpipe"]]
+    assert latency_schedule(["ours", "mm2", "rawpipe"], 3) == [["ours", "mm2", "rawpipe"], ["rawpipe", "mm2", "ours"],
+                                                               ["ours", "mm2", "rawpipe"]]
+    with pytest.raises(ValueError, match="at least 1, not 0"):
+        latency_schedule(["ours"], 0)
+
+
+def test_latency_rounds_are_pooled_before_the_percentiles_and_each_round_keeps_its_own_p99():
+    # round 1: 100 samples of 10 ms; round 2: 99 of 20 ms and one of 500 ms (a stall), its own p99
+    first = {"latencies": [10] * 100, "sent": 110, "peak_rss_mb": 300, "synced_mb": 7}
+    second = {"latencies": [20] * 99 + [500], "sent": 111, "peak_rss_mb": 320, "synced_mb": 0}
+    r = latency_figures([first, second])
+    # pooled: 200 samples, the 99th percentile is sample 198 of 0..199 sorted: 20 ms (the stall is the last)
+    assert r["samples"] == 200 and r["p50_ms"] == 20.0 and r["p99_ms"] == 20.0
+    assert r["p99_ms_by_round"] == [10.0, 500.0]
+    assert r["sent"] == 221 and r["peak_rss_mb"] == 320 and r["synced_mb"] == 7
+    assert percentile([], 0.99) is None and latency_figures([{"latencies": [], "sent": 0, "peak_rss_mb": None}])["p99_ms"] is None
+
+
+def test_the_latency_table_shows_each_rounds_p99_and_says_how_many_rounds():
+    text = table(flatten(PARAMS, GUARANTEES, RESULTS))
+    assert "per system in 2 rounds (every other one in reverse order)" in text
+    ours = next(line for line in text.splitlines() if line.startswith("ours ") and "1,499 / 1,501" in line)
+    assert "1,500" in ours

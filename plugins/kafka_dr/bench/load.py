@@ -242,13 +242,6 @@ class ArrivalProbe(threading.Thread):
         self.join(30)
 
 
-def percentile(values: list[int], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return float(s[min(len(s) - 1, int(len(s) * q))])
-
-
 def topic_exists(cluster: ClusterConfig, topic: str, admin: AdminClient | None = None) -> bool:
     # all topics: a metadata request naming the topic could have it auto-created
     t = (admin or AdminClient(client_config(cluster))).list_topics(timeout=10).topics.get(topic)

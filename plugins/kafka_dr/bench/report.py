@@ -5,6 +5,10 @@ Figures are nested as ``results[system][phase][metric]`` (phase ``s<size>`` for 
 as ``<system>_<phase>_<metric>``, plus ``ratio_ours_<other>_<phase>_<metric>`` for
 throughput and latency, and the run's parameters. Full runs add ``synced_mb`` to every
 phase: the dirty page-cache data written out before it (:mod:`kafka_dr.bench.disk`).
+
+A system's latency may be measured in several rounds (:func:`latency_schedule`); its p50 and
+p99 are over every round's samples together (:func:`latency_figures`), and
+``p99_ms_by_round`` keeps each round's own p99 so the spread is visible.
 """
 
 from __future__ import annotations
@@ -14,7 +18,39 @@ import json
 #: every system the bench knows, ours first (the ratios are ours / each other one)
 SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe")
 BACKLOG_METRICS = ("records_per_s", "mb_per_s", "copy_seconds", "startup_seconds", "records", "copied", "complete", "peak_rss_mb")
-LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb")
+LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb", "p99_ms_by_round")
+
+
+def percentile(values: list[int], q: float) -> float | None:
+    if not values:
+        return None
+    s = sorted(values)
+    return float(s[min(len(s) - 1, int(len(s) * q))])
+
+
+def latency_schedule(systems: list, rounds: int) -> list[list]:
+    """The order of the latency phases: ``rounds`` rounds over every system, every other round
+    in reverse. Why: whichever system runs right after the backlogs, or after another one,
+    inherits the brokers' state (page cache being written back, garbage to collect), and with
+    one round the same system always paid for it (docs/benchmarks.md, "Ours is the first
+    latency phase"). Two rounds give every system both an early and a late slot."""
+    if rounds < 1:
+        raise ValueError(f"latency rounds must be at least 1, not {rounds}")
+    return [list(systems) if r % 2 == 0 else list(reversed(systems)) for r in range(rounds)]
+
+
+def latency_figures(rounds: list[dict]) -> dict:
+    """One system's latency from its rounds (each: ``latencies`` in ms, ``sent``, ``peak_rss_mb``
+    and, in full runs, ``synced_mb``): p50 and p99 over all samples together, counts summed,
+    the peak the highest, and each round's own p99."""
+    samples = [x for r in rounds for x in r["latencies"]]
+    rss = [r["peak_rss_mb"] for r in rounds if r.get("peak_rss_mb") is not None]
+    out = {"p50_ms": percentile(samples, 0.50), "p99_ms": percentile(samples, 0.99), "samples": len(samples),
+           "sent": sum(r["sent"] for r in rounds), "peak_rss_mb": max(rss) if rss else None,
+           "p99_ms_by_round": [percentile(r["latencies"], 0.99) for r in rounds]}
+    if any("synced_mb" in r for r in rounds):
+        out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
+    return out
 
 
 def ratio(a, b) -> float | None:
@@ -43,7 +79,7 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
 def expected_keys(systems, sizes) -> set[str]:
     """Every key the JSON line must carry for these systems and sizes."""
     phases = [f"s{s}" for s in sizes]
-    keys = {"bench", "records", "partitions", "sizes", "latency_rate", "latency_seconds"}
+    keys = {"bench", "records", "partitions", "sizes", "latency_rate", "latency_seconds", "latency_rounds"}
     for sy in systems:
         keys.add(f"{sy}_guarantee")
         keys |= {f"{sy}_{ph}_{m}" for ph in phases for m in BACKLOG_METRICS}
@@ -64,11 +100,16 @@ def _f(v, nd=0) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
+def _rounds(n: int) -> str:
+    return "" if n == 1 else f" per system in {n} rounds (every other one in reverse order)"
+
+
 def table(flat: dict) -> str:
     systems = [s for s in SYSTEMS if f"{s}_guarantee" in flat]
     sizes = flat["sizes"]
     lines = [f"kafka-dr bench: {flat['records']:,} records per size, {flat['partitions']} partitions, 3 headers; "
-             f"latency at {flat['latency_rate']:,} records/s for {flat['latency_seconds']} s", ""]
+             f"latency at {flat['latency_rate']:,} records/s for {flat['latency_seconds']} s"
+             f"{_rounds(flat.get('latency_rounds', 1))}", ""]
     head = f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}{'copied':>10}{'all':>5}{'RSS MB':>8}"
     lines += ["Throughput (backlog)", head, "-" * len(head)]
     for size in sizes:
@@ -77,12 +118,13 @@ def table(flat: dict) -> str:
             lines.append(f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}{_f(flat.get(k + 'mb_per_s'), 1):>8}"
                          f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>10}"
                          f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}")
-    head = f"{'system':<9}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}"
+    head = f"{'system':<9}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
     lines += ["", "End-to-end latency (steady load below saturation, 100 B)", head, "-" * len(head)]
     for s in systems:
         k = f"{s}_latency_"
+        by_round = " / ".join(_f(v) for v in flat.get(k + "p99_ms_by_round") or [])
         lines.append(f"{s:<9}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}{_f(flat.get(k + 'samples')):>10}"
-                     f"{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}")
+                     f"{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}")
     ratios = [(k[len("ratio_"):], v) for k, v in flat.items() if k.startswith("ratio_")]
     if ratios:
         lines += ["", "Ratios (ours / other; throughput: higher is better, latency: lower is better)"]

@@ -9,7 +9,10 @@ reported separately); the copy is then counted with a ``read_committed`` consume
 Latency: each system gets a fresh topic of the same shape; it is started in continuous mode,
 pinged until a record comes through, then a steady producer runs at ``latency_rate`` records/s
 (below saturation); after a warm-up, every record's arrival time on the target minus its
-produce timestamp is one sample. p50/p99 over the samples.
+produce timestamp is one sample. Full runs measure in ``latency_rounds`` rounds of
+``latency_seconds / latency_rounds`` each, every other round in reverse order
+(:func:`~kafka_dr.bench.report.latency_schedule`); p50/p99 over a system's samples of every
+round together, and each round's p99 beside them.
 
 Broker warm-up (full runs): before anything is measured, ``warmup_records`` 100-byte records
 are produced on ``east`` and copied to ``west`` by the raw pipe, and small transactions run
@@ -44,7 +47,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench import disk, load
 from kafka_dr.bench.procmem import PeakRss
-from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, flatten
+from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, flatten, latency_figures, latency_schedule
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
@@ -123,6 +126,8 @@ def _copy_figures(system: System, topic: str, partitions: int, size: int, record
 
 
 def latency_phase(system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float) -> dict:
+    """One round: the system started on a fresh ``topic``, measured, stopped; its samples
+    (``latencies``), ``sent`` and ``peak_rss_mb``."""
     ensure_topic(AdminClient(client_config(system.source)), topic, partitions)
     system.start(topic, partitions, continuous=True)
     rss = PeakRss(system.pid).start()
@@ -137,7 +142,7 @@ def latency_phase(system: System, topic: str, partitions: int, rate: float, seco
 
 def measure_latency(system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float) -> dict:
     """Ping ``topic`` until the running system copies a record, then a steady load; the
-    figures (``peak_rss_mb`` is filled in by the caller)."""
+    samples in ms (``latencies``) and ``sent`` (``peak_rss_mb`` is filled in by the caller)."""
     east, west = system.source, system.target
     probe = load.ArrivalProbe(west, system.target_topic(topic), partitions)
     steady = None
@@ -168,9 +173,7 @@ def measure_latency(system: System, topic: str, partitions: int, rate: float, se
         if steady is not None and steady.is_alive():
             steady.stop()
         probe.stop()
-    lat = probe.latencies
-    return {"p50_ms": load.percentile(lat, 0.50), "p99_ms": load.percentile(lat, 0.99), "samples": len(lat),
-            "sent": steady.sent, "peak_rss_mb": None}
+    return {"latencies": probe.latencies, "sent": steady.sent, "peak_rss_mb": None}
 
 
 def one_start_phases(sys_objs: list[System], run: str, records: int, sizes: list[int], partitions: int, latency_rate: int,
@@ -201,7 +204,8 @@ def one_start_phases(sys_objs: list[System], run: str, records: int, sizes: list
                 results[s.name][f"s{size}"] = r
                 say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, copied {r['copied']}/{r['records']} (one start)")
             try:
-                r = measure_latency(s, topics[s.name]["latency"], partitions, latency_rate, latency_seconds, warmup_seconds, timeout)
+                r = latency_figures([measure_latency(s, topics[s.name]["latency"], partitions, latency_rate, latency_seconds,
+                                                     warmup_seconds, timeout)])
             except Exception as e:  # noqa: BLE001 - as above
                 r = failed(LATENCY_METRICS, e)
             results[s.name]["latency"] = r
@@ -263,7 +267,7 @@ def _backlog_while_running(system: System, topic: str, partitions: int, size: in
 def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,
               latency_rate: int = 5000, latency_seconds: float = 30.0, warmup_seconds: float = 5.0,
               systems: tuple[str, ...] = SYSTEMS, timeout: float = 900.0, say=print, one_start: bool = False,
-              keep_topics: bool = False, warmup_records: int = 0) -> dict:
+              keep_topics: bool = False, warmup_records: int = 0, latency_rounds: int = 1) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
     run = f"bench.{uuid.uuid4().hex[:6]}"
@@ -273,7 +277,7 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
         sys_objs = make_systems(systems, cfg, Path(config_path), workdir)
         e_admin = AdminClient(client_config(east))
         params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
-                  "latency_seconds": latency_seconds}
+                  "latency_seconds": latency_seconds, "latency_rounds": 1 if one_start else latency_rounds}
         if one_start:
             results = one_start_phases(sys_objs, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
                                        min(timeout, 300), say)
@@ -300,19 +304,42 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
                 say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
                     f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, "
                     f"{synced} MB synced first")
-        for s in sys_objs:
+        for s, r in latency_rounds_phase(sys_objs, run, partitions, latency_rate, latency_seconds, warmup_seconds, latency_rounds,
+                                         min(timeout, 300), say).items():
+            results[s]["latency"] = r
+        return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
+
+
+def latency_rounds_phase(sys_objs: list[System], run: str, partitions: int, rate: int, seconds: float, warmup: float,
+                         rounds: int, timeout: float, say=print) -> dict[str, dict]:
+    """Every system's latency in ``rounds`` rounds of ``seconds / rounds`` each, in the order of
+    :func:`~kafka_dr.bench.report.latency_schedule`, each round on a fresh topic after the page
+    cache was written out; the figures per system. A system whose round fails is not measured
+    again, and its figures carry the error."""
+    done: dict[str, list[dict]] = {s.name: [] for s in sys_objs}
+    failures: dict[str, dict] = {}
+    for i, order in enumerate(latency_schedule(sys_objs, rounds)):
+        for s in order:
+            if s.name in failures:
+                continue
             synced = disk.write_back()
             try:
-                r = {**latency_phase(s, f"{run}.lat.{s.name}", partitions, latency_rate, latency_seconds, warmup_seconds, min(timeout, 300)),
-                     "synced_mb": synced}
-            except Exception as e:  # noqa: BLE001 - as above
-                results[s.name]["latency"] = r = failed(LATENCY_METRICS, e, synced_mb=synced)
-                say(f"[bench] {s.name:<8} latency: FAILED: {r['error']}")
+                r = {**latency_phase(s, f"{run}.lat{i}.{s.name}", partitions, rate, seconds / rounds, warmup, timeout), "synced_mb": synced}
+            except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
+                failures[s.name] = failed(LATENCY_METRICS, e, synced_mb=synced)
+                say(f"[bench] {s.name:<8} latency round {i + 1}/{rounds}: FAILED: {failures[s.name]['error']}")
                 continue
-            results[s.name]["latency"] = r
-            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms ({r['samples']:,} samples), peak RSS {r['peak_rss_mb']} MB, "
-                f"{synced} MB synced first")
-        return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
+            done[s.name].append(r)
+            one = latency_figures([r])
+            say(f"[bench] {s.name:<8} latency round {i + 1}/{rounds}: p50 {one['p50_ms']} ms, p99 {one['p99_ms']} ms "
+                f"({one['samples']:,} samples), peak RSS {one['peak_rss_mb']} MB, {synced} MB synced first")
+    out = {}
+    for s in sys_objs:
+        out[s.name] = r = failures.get(s.name) or latency_figures(done[s.name])
+        if s.name not in failures:
+            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms over {rounds} round(s) "
+                f"({r['samples']:,} samples), p99 by round {r['p99_ms_by_round']}")
+    return out
 
 
 @contextmanager
