@@ -55,14 +55,39 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, int]
 
-#: One read's wait for records (``consume``'s timeout; the broker holds a fetch for 80% of
-#: it). A transaction ends once a read returns fewer records than asked for, so under a
-#: steady load a record waits about one read and one commit. The per-partition copier waits
-#: 25 ms, while its 7 other partitions' threads go on; here one thread reads for all of them.
-#: Measured (harness of item 14 in docs/benchmarks.md, three runs each, interleaved):
-#: p50/p99 31-36/71-85 ms at 10 ms against 48-51/83-97 ms at 25 ms; 5 ms was no better
-#: (33-38/73-88 ms).
+#: How long a read waits for a first record when nothing is fetched (``poll``'s timeout);
+#: a read that finds records fetched takes them at once (:func:`read_fetched`).
 READ_SECONDS = 0.01
+
+#: How long the source broker holds a fetch for the task's consumer (``fetch.wait.max.ms``,
+#: with ``fetch.min.bytes`` 256 KiB): under a steady load the fetches, not the reads, batch the
+#: records, and a transaction holds what one fetch brought. Why 16 ms: a read that always
+#: waited out 10 ms (``consume(5000, 0.01)``, with an 8 ms hold) made a record wait for the
+#: read window after it had arrived; a read that takes what is fetched with the 8 ms hold ran
+#: a transaction per fetch, half again the target broker's CPU, and a longer tail. With 16 ms
+#: the transactions are as few as with the 10 ms read and a record waits at most one hold
+#: and one commit. Measured (docs/benchmarks.md, item 18; latency phase alone, interleaved):
+#: p50 21-24 against 26-29 ms, p99 57-72 against 60-71 ms, the brokers' CPU unchanged.
+FETCH_HOLD_MS = 16
+
+#: records taken by one read at most
+READ_MAX = 5000
+
+
+def read_fetched(source: Consumer, wait: float) -> list:
+    """The records ``source`` has fetched, without waiting when there are some; otherwise the
+    first one to arrive within ``wait`` seconds together with whatever came with it.
+
+    Why not ``consume(n, wait)``: below ``n`` records it returns only once ``wait`` is up, so
+    every record waited out the read window after it had been fetched (item 18 in
+    docs/benchmarks.md)."""
+    msgs = source.consume(num_messages=READ_MAX, timeout=0)
+    if msgs:
+        return msgs
+    first = source.poll(wait)
+    if first is None:
+        return []
+    return [first, *source.consume(num_messages=READ_MAX - 1, timeout=0)]
 
 
 @dataclass
@@ -97,6 +122,7 @@ class TaskCopier:
         self.cfg, self.flow, self.resolve = cfg, flow, resolve
         self.chunk_records, self.chunk_seconds, self.allow_reset, self.clock = chunk_records, chunk_seconds, allow_reset, clock
         self.read_seconds = min(READ_SECONDS, read_wait(chunk_seconds))
+        self.fetch_hold_ms = max(1, min(FETCH_HOLD_MS, round(chunk_seconds * 800)))
         self.transform = router_for(cfg, flow).transform()
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self.txn_id = task_transactional_id(cfg.internal_prefix, flow.name)
@@ -126,9 +152,9 @@ class TaskCopier:
     def _source_consumer(self) -> Consumer:
         if self._source is None:
             # the per-partition copier's source settings; no partition EOF events (an open range
-            # never ends), and the broker holds a fetch for 80% of a read (READ_SECONDS)
+            # never ends), and the broker holds a fetch (FETCH_HOLD_MS, within a chunk's time)
             self._source = Consumer({**self.helper.source_consumer_config(), "enable.partition.eof": False,
-                                     "fetch.wait.max.ms": max(1, round(self.read_seconds * 800)), "fetch.min.bytes": 256 * 1024})
+                                     "fetch.wait.max.ms": self.fetch_hold_ms, "fetch.min.bytes": 256 * 1024})
         return self._source
 
     def _progress_consumer(self) -> Consumer:
@@ -265,7 +291,7 @@ class TaskCopier:
         touched: list[_Part] = []
         read = 0
         while True:
-            msgs = source.consume(num_messages=5000, timeout=wait)
+            msgs = read_fetched(source, wait)
             now_ms = int(self.clock() * 1000)
             for msg in msgs:
                 err = msg.error()
@@ -306,7 +332,7 @@ class TaskCopier:
                     c[3] += len(value)
                 if key_b:
                     c[3] += len(key_b)
-            if (read >= self.chunk_records or time.monotonic() >= deadline or (len(msgs) < 5000 and read > 0)
+            if (read >= self.chunk_records or time.monotonic() >= deadline or (len(msgs) < READ_MAX and read > 0)
                     or until()):
                 return touched
 
