@@ -67,7 +67,7 @@ READ_SECONDS = 0.01
 #: a transaction per fetch, half again the target broker's CPU, and a longer tail. With 16 ms
 #: the transactions are as few as with the 10 ms read and a record waits at most one hold
 #: and one commit. Measured (docs/benchmarks.md, item 18; latency phase alone, interleaved):
-#: p50 21-24 against 26-29 ms, p99 57-72 against 60-71 ms, the brokers' CPU unchanged.
+#: p50 21-24 against 26-31 ms, p99 57-72 against 60-83 ms (five pairs), the CPU unchanged.
 FETCH_HOLD_MS = 16
 
 #: records taken by one read at most
