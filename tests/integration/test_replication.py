@@ -173,6 +173,22 @@ def test_new_topic_replicated_without_restart(lab, lab_config, spark, tmp_path, 
     assert result["summary"].restarts == 0 and result["summary"].stopped_by.startswith("stop file")
 
 
+def test_a_quiet_source_keeps_its_continuous_flow_running_batches(lab, lab_config, spark, tmp_path, topic_name):
+    """Streaming tasks keep coming when the source has nothing new: a copy that is behind when
+    the writes stop must keep a task attached until it has caught up (the target-restart drill
+    once left a flow stalled for good that way), and an idle flow must not look stuck to the
+    stall watchdog. Batches of 2 s over 16 s: one per trigger, not one for the only write."""
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    config = flow_config(lab, tmp_path, [topic_name])
+    ensure_topic(clients.admin(east), topic_name, partitions=2)
+    produce_all(clients.producer(east), topic_name, [(b"k%d" % i, b"v%d" % i, [], None, i % 2) for i in range(20)])
+    summary = run_flow(JobOptions(config=str(config), flow="east_to_west", mode="continuous", task_seconds=2, trigger_seconds=0.5,
+                                  max_duration_seconds=16), spark=spark)
+    assert summary.restarts == 0 and summary.written_by_topic.get(topic_name) == 20
+    assert summary.batches >= 4, summary
+    assert sorted(r.value for r in read_topic(west, topic_name)) == sorted(b"v%d" % i for i in range(20))
+
+
 def test_compacted_topic_with_offset_gaps_and_topic_configs(lab, lab_config, spark, tmp_path, topic_name):
     """A compacted source (offsets with gaps, tombstones) copies exactly what a reader sees;
     the created target topic carries the source's replicable configs, not the excluded ones."""

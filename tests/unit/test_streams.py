@@ -10,6 +10,7 @@ Kafka are exercised by the lab tests (test_faults, test_replication)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -252,6 +253,48 @@ def test_the_driver_leaves_a_query_whose_batches_complete_alone():
     q, last = FakeQuery(), [time.monotonic()]
     threading.Timer(0.3, q.stop).start()  # the query ends on its own
     assert _supervise(q, _Stop(None), None, last, stall_after=5) == ""
+
+
+def test_the_driver_leaves_a_query_with_no_trigger_running_alone():
+    """A query with nothing to plan (its flow's topics do not exist yet) runs no batch; it is
+    not stuck, however long ago its last batch was."""
+    from kafka_dr.spark.job import _Stop, _supervise
+
+    q = FakeQuery()
+    q.status = {"isTriggerActive": False}
+    threading.Timer(0.3, q.stop).start()
+    assert _supervise(q, _Stop(None), None, [time.monotonic() - 10], stall_after=5) == ""
+
+
+class FixedPlanner:
+    """A source whose end offsets do not move (no new records)."""
+
+    def latest(self) -> dict:
+        return {"t": {"0": 7, "1": 9}}
+
+    def target_topic(self, topic: str) -> str:
+        return topic
+
+
+def test_streaming_tasks_plan_a_batch_at_every_trigger_new_records_or_not():
+    """The copy runs only while tasks attach to it (kafka_dr.spark.streams), so a batch must
+    be planned even when the source is quiet: the end offsets differ from the start by the batch
+    count alone, and the count never reaches the partitions."""
+    from kafka_dr.spark.source import BATCH_KEY, ReplicationStreamReader, StreamPartition
+
+    reader = ReplicationStreamReader({"task_seconds": "30"})
+    reader._planner = FixedPlanner()
+    first = reader.latestOffset({"t": {"0": 7, "1": 9}}, None)
+    second = reader.latestOffset(first, None)
+    assert first == {"t": {"0": 7, "1": 9}, BATCH_KEY: {"n": 1}} and second[BATCH_KEY] == {"n": 2}
+    assert json.dumps(second) != json.dumps(first)  # Spark plans a batch when the offsets differ
+    [part] = reader.partitions(first, second)
+    assert isinstance(part, StreamPartition) and part.ranges == [("t", 0, 7, "t"), ("t", 1, 9, "t")]
+
+    fixed = ReplicationStreamReader({"task_seconds": "0"})  # fixed ranges: a batch only for new records
+    fixed._planner = FixedPlanner()
+    assert fixed.latestOffset({"t": {"0": 7, "1": 9}}, None) == {"t": {"0": 7, "1": 9}}
+    assert fixed.partitions({"t": {"0": 7, "1": 9}}, {"t": {"0": 7, "1": 9}}) == []
 
 
 @pytest.mark.parametrize("options, whole", [({}, True), ({"tasks": "1"}, True), ({"tasks": "2"}, False),

@@ -172,7 +172,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         last_batch[0] = time.monotonic()
 
     stop = _Stop(opts.stop_file)
-    last_batch = [time.monotonic()]  #: when the sink last completed a micro-batch (the stall watchdog)
+    last_batch = [time.monotonic()]  #: when a micro-batch last completed or no trigger ran (the stall watchdog)
     previous = {}
     if threading.current_thread() is threading.main_thread():  # signals only reach the main thread
         previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -285,11 +285,15 @@ def _supervise(query, stop: _Stop, deadline: float | None, last_batch: list[floa
     after the previous one (or the query's start) is stalled: seen once in CI, during a
     network cut to the target, when a Spark Python worker froze inside a Kafka call (the
     worker's own watchdog froze with it). Stopping the query makes Spark kill the worker;
-    the job then restarts the query, and fresh copiers fence the old ones."""
+    the job then restarts the query, and fresh copiers fence the old ones. Only time with a
+    trigger running counts: a query with nothing to plan (a flow whose topics do not exist
+    yet) runs no batch and is not stuck."""
     while query.isActive:
         query.awaitTermination(0.5)
         if not query.isActive:
             break
+        if stall_after is not None and not query.status.get("isTriggerActive", True):
+            last_batch[0] = time.monotonic()  # idle between triggers: nothing can be stuck
         if stall_after is not None and time.monotonic() - last_batch[0] > stall_after:
             quiet = time.monotonic() - last_batch[0]
             query.stop()  # the caller raises the reason: the restart path logs and alerts it once

@@ -10,6 +10,7 @@ batches, spreading partitions over executors, retrying failed tasks, and a query
 Offsets are ``{topic: {partition: offset}}``. The initial offset is the flow's committed
 progress on the target (or the log start for a partition never copied), so the job does not
 depend on Spark's checkpoint: progress is committed in Kafka transactions with the records.
+With streaming tasks they also carry :data:`BATCH_KEY` (see :meth:`ReplicationStreamReader.latestOffset`).
 
 Continuous flows run *streaming tasks* (option ``task_seconds`` > 0; the job's default):
 a micro-batch is then ``tasks`` long-running tasks, each attached for ``task_seconds`` to
@@ -47,6 +48,11 @@ SCHEMA = (
 FIELDS = [f.strip().split(" ")[0] for f in SCHEMA.split(",")]
 
 _copiers: dict[tuple, object] = {}
+
+#: With streaming tasks, a key of the offsets that is no topic (Kafka topic names cannot hold
+#: ``#``): a batch counter, so every trigger plans a micro-batch, new records or not.
+BATCH_KEY = "#batch"
+
 
 def _load(options: dict) -> tuple:
     from kafka_dr.core.config_load import load_config
@@ -141,8 +147,21 @@ class ReplicationStreamReader(DataSourceStreamReader):
             offsets[topic][str(p)] = max(offsets[topic][str(p)], start)
         return offsets
 
+    def _streaming(self) -> bool:
+        return float(self.options.get("task_seconds") or 0) > 0
+
     @_plain_errors
     def latestOffset(self, start: dict, limit) -> dict:
+        """The source's end offsets. With streaming tasks, also a batch count one past the
+        start's: Spark then plans a micro-batch at every trigger, whether or not the source has
+        new records. Why: the copy runs in the background only while tasks attach to it
+        (:mod:`kafka_dr.spark.streams`), and a batch's end offsets are where the source ended
+        when it was planned, not where the copy got to. Without the count, a copy that was
+        behind when the source went quiet (seen in the target-restart drill: the copy stalled
+        through one task while the target came back, and the writes stopped) lost its last
+        task, stopped after its grace period and left the lag in place until the next write;
+        an idle flow also ran no batch, so the stall watchdog took it for stuck and restarted
+        it. A batch with nothing to copy costs one idle task of ``task_seconds``."""
         latest = self._plan().latest()
         cap = int(self.options.get("max_records_per_batch") or 0)
         # A partition never goes backwards in the plan (a truncated or recreated topic is
@@ -154,12 +173,15 @@ class ReplicationStreamReader(DataSourceStreamReader):
                     parts[p] = prev
                 elif prev is not None and cap > 0:
                     parts[p] = min(off, prev + cap)  # like Spark's maxOffsetsPerTrigger, per partition
+        if latest and self._streaming():
+            latest[BATCH_KEY] = {"n": int(start.get(BATCH_KEY, {}).get("n", 0)) + 1}
         return latest
 
     @_plain_errors
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         planner = self._plan()
         seconds = float(self.options.get("task_seconds") or 0)
+        end = {topic: parts for topic, parts in end.items() if topic != BATCH_KEY}
         if seconds > 0:  # streaming tasks: every partition, open-ended, spread over the tasks
             ranges = [(topic, int(p), start.get(topic, {}).get(p, 0), planner.target_topic(topic))
                       for topic, parts in sorted(end.items()) for p in sorted(parts, key=int)]
