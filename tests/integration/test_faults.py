@@ -99,6 +99,77 @@ def test_soak_at_steady_load(lab, tmp_path):
         assert f["rss_mib_last_minute"] < 1.3 * f["rss_mib_first_minute"], f
 
 
+def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_them(lab, tmp_path, topic_name, monkeypatch):
+    """What the target-restart drill met (kafka_dr.kafka.orphaned_offsets): a transaction's
+    records on the target, readable ``read_committed``, and its progress commit left pending;
+    clearing the pending commit alone set the progress back and the records were copied twice.
+    Recreated by setting the committed progress back below copies already made and leaving a
+    pending commit of the same transactional id. The per-partition copier, the task copier
+    and the job's start each clear it, move the progress up to the copies, and copy on: every
+    record ends up on the target once, and the repaired progress is committed."""
+    from confluent_kafka import Producer, TopicPartition
+
+    from kafka_dr.core.progress import encode_metadata, progress_group, task_transactional_id, transactional_id
+    from kafka_dr.kafka import clients, copier as copier_module, orphaned_offsets, task_copier
+    from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
+    from kafka_dr.kafka.task_copier import TaskCopier
+    from kafka_dr.kafka.writing import produce_all
+    from kafka_dr.spark.source import ReplicationStreamReader
+    from kafka_wire import orphaned_progress_commit, transaction_verification
+    from test_replication import east_to_west_one_partition
+    from test_task_copier import _until_progress
+
+    for module in (copier_module, orphaned_offsets, task_copier):
+        monkeypatch.setattr(module, "UNSTABLE_SECONDS", 5.0)  # how long a read stays unstable before the cure
+    config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30)])
+    group = progress_group(cfg.internal_prefix, flow.name)
+    partition_id, task_id = transactional_id(cfg.internal_prefix, flow.name, topic_name, 0), task_transactional_id(cfg.internal_prefix, flow.name)
+
+    def lose_progress(txn_id: str, back_to: int, pending: int) -> None:
+        """The committed progress set back to ``back_to`` and a pending commit of ``pending``."""
+        p = Producer(clients.one_shot_transactional_config(west, None, txn_id))
+        p.init_transactions(30)
+        p.begin_transaction()
+        meta = clients.consumer(west, group_id=group)
+        p.send_offsets_to_transaction([TopicPartition(topic_name, 0, back_to, encode_metadata(topic_name, 0))],
+                                      meta.consumer_group_metadata(), 30)
+        p.commit_transaction(30)
+        meta.close()
+        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], txn_id, group, topic_name, 0, pending)
+
+    def copy_range(start: int, end: int):
+        c = RangeCopier(cfg, flow)
+        try:
+            return c.copy(RangeSpec(topic_name, 0, start, end, topic_name))
+        finally:
+            c.close()
+
+    admin = clients.admin(west)
+    transaction_verification(admin, False)  # the broker would refuse a TxnOffsetCommit outside a transaction
+    try:
+        first = copy_range(0, 10)
+        lose_progress(partition_id, 5, 10)
+        second = copy_range(10, 20)  # the per-partition copier
+        lose_progress(task_id, 12, 20)
+        tc = TaskCopier(cfg, flow)
+        try:
+            [third] = tc.copy([RangeSpec(topic_name, 0, 20, copier_module.OPEN, topic_name)], until=_until_progress(cfg, flow, topic_name, {0: 30}))
+        finally:
+            tc.close()
+        produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30, 40)])
+        lose_progress(task_id, 25, 30)
+        planned = ReplicationStreamReader({"config": str(config), "flow": flow.name}).initialOffset()  # the job's start
+        committed_then = read_committed_progress(cfg, flow, [(topic_name, 0)])[(topic_name, 0)]["next_offset"]
+        fourth = copy_range(planned[topic_name]["0"], 40)
+    finally:
+        transaction_verification(admin, None)
+    assert (first.written, second.start, second.written, third.start, third.written) == (10, 10, 10, 20, 10)
+    assert (planned[topic_name]["0"], committed_then, fourth.start, fourth.written) == (30, 30, 30, 10)
+    assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(40)]
+
+
 def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_name):
     """The state CI met after a target restart (tests/kafka_wire.py): a pending transactional
     progress commit that no open transaction owns, so ``read_committed`` progress reads time

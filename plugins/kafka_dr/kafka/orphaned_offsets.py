@@ -14,15 +14,26 @@ task id, :func:`~kafka_dr.core.progress.task_transactional_id`, for a whole stre
 that id (``init_transactions`` first: it fences and aborts whatever is really open) begins a
 transaction, adds an offset for the same group and partition, and aborts it. The abort marker
 carries the producer id, and the coordinator drops every pending offset of that id: the
-orphan with it. Nothing is committed; the committed progress is untouched.
+orphan with it. The abort commits nothing; the committed progress is untouched by it.
 
 A pending offset of another producer id (not one of ours) is not cleared; the read then
 fails naming the partition, and ``kafka-transactions.sh find-hanging``/``abort`` is the tool.
+
+The pending commit is not always an aborted transaction's. The target-restart drill caught
+one whose transaction had *committed*: its records (source offsets 7,200-17,799 of one
+partition) were on the target, readable ``read_committed``, while the group coordinator held
+its progress commit pending; dropping it left the progress at 7,200, and the flow copied
+10,600 records a second time. So after clearing, :func:`repair_progress` sets each
+partition's progress to just after the last copy of it found on the target, if that is ahead
+of the committed progress, and commits that: the records a committed transaction wrote are
+the truth about where it ended. Copies of an aborted or open transaction are not readable
+``read_committed``, so a pending commit that really was orphaned moves nothing.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -56,13 +67,63 @@ def abort_offsets_transaction(producer: Producer, group_meta, tps: list[TopicPar
     producer.abort_transaction(30)
 
 
+def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_meta,
+                    committed: dict[tuple[str, str, int], int | None], resolve: SecretResolver | None = None) -> dict[tuple[str, str, int], int | None]:
+    """After a pending commit was cleared: the progress of each (source topic, target topic,
+    partition) of ``committed`` (its committed next offset, or None), moved up to just after
+    the last copy of that partition on the target where that is ahead, and committed in one
+    offsets-only transaction of ``producer`` (initialised, no transaction open). Returns the
+    progress as it now stands (module docstring).
+
+    A copy past the source's end offset means the source topic is not the one copied (it was
+    recreated); the progress is then left as it is, for the copier to report."""
+    from kafka_dr.core.progress import encode_metadata
+    from kafka_dr.kafka.copier import last_copied_offset
+
+    source = Consumer(client_config(cfg.cluster(flow.source), resolve, **{"group.id": progress_group(cfg.internal_prefix, flow.name),
+                                                                          "enable.auto.commit": False}))
+    moved: dict[tuple[str, str, int], int] = {}
+    try:
+        for (topic, target_topic, partition), done in committed.items():
+            try:
+                last = last_copied_offset(cfg, flow, topic, target_topic, partition, resolve)
+            except TimeoutError as e:  # another producer's open transaction holds the read: leave it
+                log.warning("flow %s: %s", flow.name, e)
+                continue
+            if last is None or (done is not None and last < done):
+                continue
+            end = source.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)[1]
+            if last + 1 > end:
+                log.warning("flow %s: %s/%s[%d] holds a copy of offset %d, past the end of %s/%s[%d] (%d): progress left as it is",
+                            flow.name, flow.target, target_topic, partition, last, flow.source, topic, partition, end)
+                continue
+            moved[(topic, target_topic, partition)] = last + 1
+    finally:
+        source.close()
+    if not moved:
+        return dict(committed)
+    now_ms = int(time.time() * 1000)
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction([TopicPartition(t, p, nxt, encode_metadata(src, now_ms)) for (src, t, p), nxt in moved.items()],
+                                         group_meta, 30)
+    producer.commit_transaction(30)
+    for (src, t, p), nxt in moved.items():
+        log.warning("flow %s: progress of %s/%s[%d] was %s while copies up to source offset %d were on the target (the cleared "
+                    "commit was of a committed transaction); progress set to %d", flow.name, flow.target, t, p, committed[(src, t, p)],
+                    nxt - 1, nxt)
+    return {**committed, **moved}
+
+
 def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[tuple[str, str, int]], resolve: SecretResolver | None = None) -> None:
     """Clear orphaned progress commits of ``pairs`` ((source topic, target topic, partition)),
     one short-lived producer per transactional id. Fences a running copier of these
-    partitions (it redoes its chunk from committed progress), so it is for a job's start."""
+    partitions (it redoes its chunk from committed progress), so it is for a job's start.
+    Progress behind the copies on the target is then repaired (:func:`repair_progress`)."""
+    from kafka_dr.kafka.copier import committed_with_retry
+
     target = cfg.cluster(flow.target)
     meta = Consumer(client_config(target, resolve, **{"group.id": progress_group(cfg.internal_prefix, flow.name),
-                                                      "enable.auto.commit": False}))
+                                                      "enable.auto.commit": False, "isolation.level": "read_committed"}))
     try:
         group_meta = meta.consumer_group_metadata()
         for source_topic, target_topic, partition in pairs:
@@ -75,5 +136,11 @@ def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[tuple[str, s
         abort_offsets_transaction(p, group_meta, [TopicPartition(t, q) for _, t, q in pairs])
         log.warning("flow %s: cleared pending progress commits no transaction owned on %s (%d partition(s)); "
                     "progress reads were unstable", flow.name, flow.target, len(pairs))
+        try:
+            got = committed_with_retry(meta, [TopicPartition(t, q) for _, t, q in pairs], 60)
+        except KafkaException:
+            return  # still unstable: the caller's read names what holds it
+        repair_progress(cfg, flow, p, group_meta, {pair: (tp.offset if tp.offset >= 0 else None)
+                                                   for pair, tp in zip(pairs, got) if tp.error is None}, resolve)
     finally:
         meta.close()
