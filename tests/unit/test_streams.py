@@ -225,6 +225,44 @@ def test_a_stuck_whole_task_names_all_its_partitions(monkeypatch):
     assert forgotten == [(streams.TASK,)] and ("k", streams.TASK) not in streams._streams
 
 
+def test_a_transactional_call_past_its_own_timeout_fails_the_task_long_before_the_general_limit(monkeypatch):
+    """librdkafka #5511: send_offsets_to_transaction can hang past its timeout after a target
+    restart. The copier marks the call (copier.watched_call); the task gives up once the call is
+    CALL_GRACE_SECONDS past its timeout, not after STUCK_SECONDS (240 s) of no progress."""
+    from kafka_dr.kafka import copier as copier_module
+
+    monkeypatch.setattr(copier_module, "CALL_GRACE_SECONDS", 0.05)
+    forgotten = []
+
+    class Hung(FakeTaskCopier):
+        def copy(self, specs, until, on_commit, may_redo):
+            until()
+            with copier_module.watched_call(self, 0.05):  # a call with a 50 ms timeout that does not return
+                time.sleep(0.6)
+            return []
+
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"t\[0\]: a Kafka call did not return in time"):
+        streams.run_task([("t", 0, 0, "t")], 5, None, ("k",), lambda _k: Hung(), forgotten.append, "f", whole=True)
+    assert time.monotonic() - t0 < 0.6 and streams.STUCK_SECONDS == 240.0
+    assert forgotten == [(streams.TASK,)]
+
+
+def test_a_watched_call_that_returns_clears_its_mark():
+    from kafka_dr.kafka.copier import watched_call
+
+    class Holder:
+        hung_after = None
+
+    h = Holder()
+    with watched_call(h, 30):
+        assert h.hung_after is not None and h.hung_after > time.monotonic() + 30
+    assert h.hung_after is None
+    with pytest.raises(ValueError), watched_call(h, 30):
+        raise ValueError("the call failed")
+    assert h.hung_after is None
+
+
 class FakeQuery:
     """A running query that never completes a batch (its task froze)."""
 

@@ -23,6 +23,7 @@ provenance headers.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import time
@@ -146,6 +147,28 @@ class _BelowLogStart(Exception):
 
 #: client errors that mean a connection to the cluster was lost
 CONNECTION_LOST = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN}
+
+
+#: how long past its own timeout a transactional call may run before the streaming task that
+#: watches the copy counts it hung (:func:`watched_call`)
+CALL_GRACE_SECONDS = 15.0
+
+
+@contextlib.contextmanager
+def watched_call(holder: Any, timeout: float):
+    """Mark ``holder`` (a copier) as inside a Kafka call that should be over within ``timeout``
+    seconds: ``holder.hung_after`` is the monotonic time past which it counts as hung.
+
+    Why: librdkafka #5511 (open) can hang ``send_offsets_to_transaction`` after a target
+    restart with no regard for its timeout. The streaming task's watchdog
+    (:mod:`kafka_dr.spark.streams`) then restarts the query once the call is
+    :data:`CALL_GRACE_SECONDS` past its own timeout, instead of after its general 240 s: seen
+    in the target-restart drill as 4-5 minutes without replication."""
+    holder.hung_after = time.monotonic() + timeout + CALL_GRACE_SECONDS
+    try:
+        yield
+    finally:
+        holder.hung_after = None
 
 
 class ProducerLost(RuntimeError):
@@ -756,8 +779,10 @@ class RangeCopier:
                                f"{self.flow.target} ({lost[0].str()}); offsets "
                                f"{chunk.first_offset}..{next_offset - 1} rolled back, redone by a fresh producer")
         meta = encode_metadata(spec.topic, int(self.clock() * 1000))
-        producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)
-        producer.commit_transaction(60)
+        with watched_call(self, 30):
+            producer.send_offsets_to_transaction([TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], group_meta, 30)
+        with watched_call(self, 60):
+            producer.commit_transaction(60)
         return None
 
 

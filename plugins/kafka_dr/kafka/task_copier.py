@@ -47,7 +47,7 @@ from kafka_dr.core.progress import ProgressLost, encode_metadata, progress_group
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import (
     JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
-    abort_quietly, committed_with_retry, discard, fence, producer_lost, read_wait, target_missing, transactional_producer,
+    abort_quietly, committed_with_retry, discard, fence, producer_lost, read_wait, target_missing, transactional_producer, watched_call,
 )
 from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, repair_progress, unstable
 
@@ -378,10 +378,12 @@ class TaskCopier:
             raise ProducerLost(f"flow {self.flow.name}: the task's producer lost its connection to {self.flow.target} "
                                f"({self._reports.lost[0].str()}); {span} rolled back, redone by a fresh producer")
         now_ms = int(self.clock() * 1000)
-        producer.send_offsets_to_transaction(
-            [TopicPartition(p.spec.target_topic, p.spec.partition, p.next, encode_metadata(p.spec.topic, now_ms)) for p in touched],
-            group_meta, 30)
-        producer.commit_transaction(60)
+        with watched_call(self, 30):
+            producer.send_offsets_to_transaction(
+                [TopicPartition(p.spec.target_topic, p.spec.partition, p.next, encode_metadata(p.spec.topic, now_ms)) for p in touched],
+                group_meta, 30)
+        with watched_call(self, 60):
+            producer.commit_transaction(60)
 
     @staticmethod
     def _done(p: _Part, on_commit: OnCommit | None) -> None:

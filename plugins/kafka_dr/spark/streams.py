@@ -25,9 +25,11 @@ a task). So the copy runs in a thread that outlives the task:
   attached the copier redoes with a fresh producer, as before.
 
 A thread's failure fails the task attached to it (or the next one): Spark fails the batch
-and the job restarts the query. A thread stuck in one Kafka call for :data:`STUCK_SECONDS`
-(librdkafka's transactional calls can outlive their timeouts when the target restarts) fails
-the task too, naming the partitions; its copier is forgotten, so fresh ones fence it.
+and the job restarts the query. A thread stuck in one Kafka call for :data:`STUCK_SECONDS`,
+or in a transactional call :data:`~kafka_dr.kafka.copier.CALL_GRACE_SECONDS` past its own
+timeout (librdkafka's transactional calls can outlive their timeouts when the target
+restarts, #5511), fails the task too, naming the partitions; its copier is forgotten, so
+fresh ones fence it.
 
 The worker's garbage collector is told to leave alone what exists once the first task has
 started its threads (``gc.freeze``): a full collection walks every object of the worker
@@ -51,7 +53,7 @@ import threading
 import time
 from typing import Callable
 
-from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeResult, RangeSpec, producer_lost
+from kafka_dr.kafka.copier import CALL_GRACE_SECONDS, OPEN, RangeCopier, RangeResult, RangeSpec, producer_lost
 from kafka_dr.kafka.task_copier import TaskCopier
 
 #: how long a partition's thread copies past the end of the last task that attached it:
@@ -188,7 +190,10 @@ class _Stream:
         self.thread.join(STUCK_SECONDS)
 
     def stuck(self, now: float) -> bool:
-        return self.thread.is_alive() and now - self.beat > STUCK_SECONDS
+        """Alive but no loop round for :data:`STUCK_SECONDS`, or inside a transactional call well
+        past its own timeout (the copier's ``hung_after``, :func:`~kafka_dr.kafka.copier.watched_call`)."""
+        hung_after = getattr(self.copier, "hung_after", None)
+        return self.thread.is_alive() and (now - self.beat > STUCK_SECONDS or (hung_after is not None and now > hung_after))
 
     def names(self) -> str:
         return ", ".join(f"{s.topic}[{s.partition}]" for s in self.specs)
@@ -302,8 +307,9 @@ def _attached(streams: dict[tuple, "_Stream"], ranges, task_end: float, marker: 
                 _streams.pop((*key, *key_of[id(s)]), None)
                 forget(key_of[id(s)])
             names = ", ".join(s.names() for s in stuck)
-            raise RuntimeError(f"flow {flow}: {names}: a Kafka call did not return for {STUCK_SECONDS:.0f}s (a transaction call "
-                               f"hung while the target restarted?); restarting the query")
+            raise RuntimeError(f"flow {flow}: {names}: a Kafka call did not return in time (a transactional call "
+                               f"{CALL_GRACE_SECONDS:.0f}s past its own timeout, or no progress for {STUCK_SECONDS:.0f}s; "
+                               f"librdkafka #5511 after a target restart?); restarting the query")
         time.sleep(0.05)
     if stopping():  # the driver's graceful stop: let every thread end its transaction, count all
         for s in running:
