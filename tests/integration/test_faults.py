@@ -99,7 +99,7 @@ def test_soak_at_steady_load(lab, tmp_path):
         assert f["rss_mib_last_minute"] < 1.3 * f["rss_mib_first_minute"], f
 
 
-def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_them(lab, tmp_path, topic_name, monkeypatch):
+def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_them(lab, tmp_path, topic_name):
     """What the target-restart drill met (kafka_dr.kafka.orphaned_offsets): a transaction's
     records on the target, readable ``read_committed``, and its progress commit left pending;
     clearing the pending commit alone set the progress back and the records were copied twice.
@@ -110,8 +110,8 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
     from confluent_kafka import Producer, TopicPartition
 
     from kafka_dr.core.progress import encode_metadata, progress_group, task_transactional_id, transactional_id
-    from kafka_dr.kafka import clients, copier as copier_module, orphaned_offsets, task_copier
-    from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
+    from kafka_dr.kafka import clients
+    from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
     from kafka_dr.kafka.task_copier import TaskCopier
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
@@ -119,8 +119,6 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
     from test_replication import east_to_west_one_partition
     from test_task_copier import _until_progress
 
-    for module in (copier_module, orphaned_offsets, task_copier):
-        monkeypatch.setattr(module, "UNSTABLE_SECONDS", 5.0)  # how long a read stays unstable before the cure
     config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30)])
@@ -155,7 +153,7 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
         lose_progress(task_id, 12, 20)
         tc = TaskCopier(cfg, flow)
         try:
-            [third] = tc.copy([RangeSpec(topic_name, 0, 20, copier_module.OPEN, topic_name)], until=_until_progress(cfg, flow, topic_name, {0: 30}))
+            [third] = tc.copy([RangeSpec(topic_name, 0, 20, OPEN, topic_name)], until=_until_progress(cfg, flow, topic_name, {0: 30}))
         finally:
             tc.close()
         produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30, 40)])
@@ -178,7 +176,7 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     (``initialOffset``). Every record ends up on the target once."""
     from kafka_dr.core.progress import progress_group, transactional_id
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
+    from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
     from kafka_dr.kafka.orphaned_offsets import ProgressUnstable
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
