@@ -176,7 +176,7 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     (``initialOffset``). Every record ends up on the target once."""
     from kafka_dr.core.progress import progress_group, transactional_id
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
+    from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
     from kafka_dr.kafka.orphaned_offsets import ProgressUnstable
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader

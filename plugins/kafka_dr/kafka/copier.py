@@ -37,7 +37,7 @@ from kafka_dr.core.loop import Transform, router_for
 from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, task_transactional_id,
                                     transactional_id)
 from kafka_dr.kafka.clients import SecretResolver, client_config, connect_to_a_known_broker, one_shot_transactional_config
-from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, repair_progress, unstable
+from kafka_dr.kafka.orphaned_offsets import ProgressUnstable, read_progress, unstable
 
 log = logging.getLogger(__name__)
 
@@ -393,41 +393,11 @@ class RangeCopier:
     # --- progress ----------------------------------------------------------------------
 
     def committed(self, spec: RangeSpec) -> int | None:
-        """The committed next source offset for this partition, or ``None`` if none.
-
-        Called after this partition's producer exists (``init_transactions`` aborted anything of
-        ours still open), so a read that stays unstable is an orphaned pending commit: it is
-        cleared with the producer's id (:mod:`kafka_dr.kafka.orphaned_offsets`), then read again,
-        and progress behind the copies on the target repaired."""
-        consumer, tps = self._progress_consumer(), [TopicPartition(spec.target_topic, spec.partition)]
-        cleared = False
-        try:
-            tp = committed_with_retry(consumer, tps, UNSTABLE_SECONDS)[0]
-        except KafkaException as e:
-            if not unstable(e):
-                raise
-            log.warning("flow %s: progress of %s[%d] on %s stayed unstable for %.0fs (a pending transactional commit no "
-                        "transaction owns?); clearing it with an aborted transaction of the same transactional id",
-                        self.flow.name, spec.target_topic, spec.partition, self.flow.target, UNSTABLE_SECONDS)
-            abort_offsets_transaction(self._producer(spec.topic, spec.partition), consumer.consumer_group_metadata(), tps)
-            cleared = True
-            try:
-                tp = committed_with_retry(consumer, tps, 60)[0]
-            except KafkaException as again:
-                if not unstable(again):
-                    raise
-                raise ProgressUnstable(
-                    f"flow {self.flow.name}: progress of {self.flow.target}/{spec.target_topic}[{spec.partition}] stays unstable after "
-                    f"this flow's own pending commit was cleared: another producer's transaction holds it (kafka-transactions.sh "
-                    f"find-hanging / abort on {self.flow.target})") from None
-        if tp.error is not None:
-            raise KafkaException(tp.error)
-        done = tp.offset if tp.offset >= 0 else None
-        if cleared:
-            key = (spec.topic, spec.target_topic, spec.partition)
-            done = repair_progress(self.cfg, self.flow, self._producer(spec.topic, spec.partition), consumer.consumer_group_metadata(),
-                                   {key: done}, self.resolve)[key]
-        return done
+        """The committed next source offset for this partition, or ``None`` if none; an orphaned
+        pending commit is cleared with the partition's producer (:func:`read_progress`)."""
+        pair = (spec.topic, spec.target_topic, spec.partition)
+        return read_progress(self.cfg, self.flow, self._progress_consumer(), lambda: self._producer(spec.topic, spec.partition),
+                             [pair], self.resolve)[pair]
 
     # --- the copy ----------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -67,8 +68,56 @@ def abort_offsets_transaction(producer: Producer, group_meta, tps: list[TopicPar
     producer.abort_transaction(30)
 
 
+#: (source topic, target topic, partition): what a flow's progress is kept for
+Pair = tuple[str, str, int]
+
+
+def read_progress(cfg: DrConfig, flow: FlowConfig, consumer: Consumer, producer: Callable[[], Producer], pairs: list[Pair],
+                  resolve: SecretResolver | None = None) -> dict[Pair, int | None]:
+    """The committed progress (next source offset, or None) of each of ``pairs``, read
+    ``read_committed`` with ``consumer`` (of the flow's progress group).
+
+    A copier calls it once its producer exists (``init_transactions`` aborted anything of its
+    own still open), so a read that stays unstable for :data:`UNSTABLE_SECONDS` is an orphaned
+    pending commit: it is cleared once with an aborted transaction of ``producer()`` (called
+    only then: the range copier makes its producers lazily), the progress read again, and
+    progress behind the copies on the target repaired (:func:`repair_progress`)."""
+    from kafka_dr.kafka.copier import committed_with_retry
+
+    tps = [TopicPartition(t, p) for _, t, p in pairs]
+    named = ", ".join(f"{t}[{p}]" for _, t, p in pairs[:10]) + (" ..." if len(pairs) > 10 else "")
+    cleared = False
+    try:
+        got = committed_with_retry(consumer, tps, UNSTABLE_SECONDS)
+    except KafkaException as e:
+        if not unstable(e):
+            raise
+        log.warning("flow %s: progress of %s on %s stayed unstable for %.0fs (a pending transactional commit no transaction "
+                    "owns?); clearing it with an aborted transaction of the same transactional id",
+                    flow.name, named, flow.target, UNSTABLE_SECONDS)
+        abort_offsets_transaction(producer(), consumer.consumer_group_metadata(), tps)
+        cleared = True
+        try:
+            got = committed_with_retry(consumer, tps, 60)
+        except KafkaException as again:
+            if not unstable(again):
+                raise
+            raise ProgressUnstable(
+                f"flow {flow.name}: progress of {flow.target}/{named} stays unstable after this flow's own pending commit was "
+                f"cleared: another producer's transaction holds it (kafka-transactions.sh find-hanging / abort on {flow.target})"
+            ) from None
+    progress: dict[Pair, int | None] = {}
+    for pair, tp in zip(pairs, got):
+        if tp.error is not None:
+            raise KafkaException(tp.error)
+        progress[pair] = tp.offset if tp.offset >= 0 else None
+    if cleared:
+        progress = repair_progress(cfg, flow, producer(), consumer.consumer_group_metadata(), progress, resolve)
+    return progress
+
+
 def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_meta,
-                    committed: dict[tuple[str, str, int], int | None], resolve: SecretResolver | None = None) -> dict[tuple[str, str, int], int | None]:
+                    committed: dict[Pair, int | None], resolve: SecretResolver | None = None) -> dict[Pair, int | None]:
     """After a pending commit was cleared: the progress of each (source topic, target topic,
     partition) of ``committed`` (its committed next offset, or None), moved up to just after
     the last copy of that partition on the target where that is ahead, and committed in one
@@ -82,7 +131,7 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
 
     source = Consumer(client_config(cfg.cluster(flow.source), resolve, **{"group.id": progress_group(cfg.internal_prefix, flow.name),
                                                                           "enable.auto.commit": False}))
-    moved: dict[tuple[str, str, int], int] = {}
+    moved: dict[Pair, int] = {}
     try:
         for (topic, target_topic, partition), done in committed.items():
             try:
@@ -114,7 +163,7 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
     return {**committed, **moved}
 
 
-def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[tuple[str, str, int]], resolve: SecretResolver | None = None) -> None:
+def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[Pair], resolve: SecretResolver | None = None) -> None:
     """Clear orphaned progress commits of ``pairs`` ((source topic, target topic, partition)),
     one short-lived producer per transactional id. Fences a running copier of these
     partitions (it redoes its chunk from committed progress), so it is for a job's start.

@@ -47,9 +47,9 @@ from kafka_dr.core.progress import ProgressLost, encode_metadata, progress_group
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import (
     JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
-    abort_quietly, committed_with_retry, discard, fence, producer_lost, read_wait, target_missing, transactional_producer, watched_call,
+    abort_quietly, discard, fence, producer_lost, read_wait, target_missing, transactional_producer, watched_call,
 )
-from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, abort_offsets_transaction, repair_progress, unstable
+from kafka_dr.kafka.orphaned_offsets import read_progress
 
 log = logging.getLogger(__name__)
 
@@ -256,35 +256,9 @@ class TaskCopier:
 
     def _committed(self, specs: list[RangeSpec]) -> dict[Key, int | None]:
         """Committed progress of every partition, in one read; an orphaned pending commit of the
-        task id is cleared once, and progress behind the copies on the target then repaired
-        (:mod:`kafka_dr.kafka.orphaned_offsets`)."""
-        consumer = self._progress_consumer()
-        tps = [TopicPartition(s.target_topic, s.partition) for s in specs]
-        cleared = False
-        try:
-            got = committed_with_retry(consumer, tps, UNSTABLE_SECONDS)
-        except KafkaException as e:
-            if not unstable(e):
-                raise
-            log.warning("flow %s: progress on %s stayed unstable for %.0fs; clearing the task's own pending commits",
-                        self.flow.name, self.flow.target, UNSTABLE_SECONDS)
-            abort_offsets_transaction(self._producer, consumer.consumer_group_metadata(), tps)
-            cleared = True
-            try:
-                got = committed_with_retry(consumer, tps, 60)
-            except KafkaException as again:
-                if not unstable(again):
-                    raise
-                raise ProgressUnstable(f"flow {self.flow.name}: progress on {self.flow.target} stays unstable after the task's own "
-                                       f"pending commits were cleared: another producer's transaction holds it "
-                                       f"(kafka-transactions.sh find-hanging / abort on {self.flow.target})") from None
-        progress = {}  # (source topic, target topic, partition) -> next offset
-        for s, tp in zip(specs, got):
-            if tp.error is not None:
-                raise KafkaException(tp.error)
-            progress[(s.topic, s.target_topic, s.partition)] = tp.offset if tp.offset >= 0 else None
-        if cleared:
-            progress = repair_progress(self.cfg, self.flow, self._producer, consumer.consumer_group_metadata(), progress, self.resolve)
+        task id is cleared with the task's producer (:func:`read_progress`)."""
+        progress = read_progress(self.cfg, self.flow, self._progress_consumer(), lambda: self._producer,
+                                 [(s.topic, s.target_topic, s.partition) for s in specs], self.resolve)
         return {(topic, partition): v for (topic, _, partition), v in progress.items()}
 
     def _fill(self, producer: Producer, source: Consumer, parts: dict[Key, _Part], until: Callable[[], bool]) -> list[_Part]:
