@@ -38,6 +38,7 @@ from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metada
                                     transactional_id)
 from kafka_dr.kafka.clients import SecretResolver, client_config, connect_to_a_known_broker, one_shot_transactional_config
 from kafka_dr.kafka.orphaned_offsets import ProgressUnstable, read_progress, unstable
+from kafka_dr.kafka.topic_admin import SETTLING
 
 log = logging.getLogger(__name__)
 
@@ -446,7 +447,7 @@ class RangeCopier:
 
     def log_start(self, spec: RangeSpec) -> int:
         """Where the source partition's log starts now (a round trip)."""
-        low, _ = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), timeout=30, cached=False)
+        low, _ = watermarks(self._source_consumer(), TopicPartition(spec.topic, spec.partition), 30)
         return low
 
     def _copy(self, spec: RangeSpec, t0: float, log_start: int | None, partial: RangeResult | None,
@@ -857,6 +858,20 @@ def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout:
             time.sleep(0.5)
 
 
+def watermarks(consumer: Consumer, tp: TopicPartition, timeout: float) -> tuple[int, int]:
+    """(low, high) of ``tp`` from its leader, waiting up to ``timeout`` seconds while the
+    partition's leadership settles (a topic just created, by the planner or anyone else;
+    :data:`~kafka_dr.kafka.topic_admin.SETTLING`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=max(1.0, deadline - time.monotonic()), cached=False)
+        except KafkaException as e:
+            if e.args[0].code() not in SETTLING or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
+
+
 def last_copied_offset(cfg: DrConfig, flow: FlowConfig, source_topic: str, target_topic: str, partition: int,
                        resolve: SecretResolver | None = None, scan: int = 10_000, timeout: float = 60.0) -> int | None:
     """The highest source offset of ``source_topic[partition]`` found replicated by this flow
@@ -872,7 +887,7 @@ def last_copied_offset(cfg: DrConfig, flow: FlowConfig, source_topic: str, targe
         "group.id": f"{progress_group(cfg.internal_prefix, flow.name)}.scan", "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": True}))
     try:
-        low, high = c.get_watermark_offsets(TopicPartition(target_topic, partition), timeout=timeout, cached=False)
+        low, high = watermarks(c, TopicPartition(target_topic, partition), timeout)
         if high <= low:
             return None
         c.assign([TopicPartition(target_topic, partition, max(low, high - scan))])

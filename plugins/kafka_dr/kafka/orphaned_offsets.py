@@ -127,7 +127,7 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
     A copy past the source's end offset means the source topic is not the one copied (it was
     recreated); the progress is then left as it is, for the copier to report."""
     from kafka_dr.core.progress import encode_metadata
-    from kafka_dr.kafka.copier import last_copied_offset
+    from kafka_dr.kafka.copier import last_copied_offset, watermarks
 
     source = Consumer(client_config(cfg.cluster(flow.source), resolve, **{"group.id": progress_group(cfg.internal_prefix, flow.name),
                                                                           "enable.auto.commit": False}))
@@ -141,7 +141,7 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
                 continue
             if last is None or (done is not None and last < done):
                 continue
-            end = source.get_watermark_offsets(TopicPartition(topic, partition), timeout=30, cached=False)[1]
+            end = watermarks(source, TopicPartition(topic, partition), 30)[1]
             if last + 1 > end:
                 log.warning("flow %s: %s/%s[%d] holds a copy of offset %d, past the end of %s/%s[%d] (%d): progress left as it is",
                             flow.name, flow.target, target_topic, partition, last, flow.source, topic, partition, end)

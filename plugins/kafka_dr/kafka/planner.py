@@ -20,7 +20,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_config import replicable_configs
 from kafka_dr.kafka.clients import AuthenticationFailed, ClusterUnreachable, SecretResolver, auth_problem, client_config
-from kafka_dr.kafka.topic_admin import create_topics, describe_topic_configs
+from kafka_dr.kafka.topic_admin import create_topics, describe_topic_configs, wait_until_served
 from kafka_dr.kafka.topics import ensure_topic
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,10 @@ class FlowPlanner:
         for name, error in create_topics(self.target, new_topics).items():
             if error is not None and error != "exists":
                 raise RuntimeError(f"flow {self.flow.name}: creating {self.flow.target}/{name}: {error}")
+        try:  # the job reads them at once (progress, copies): wait until their leaders serve them
+            wait_until_served(self.target, {r.target_topic: r.partitions for r in missing})
+        except TimeoutError as e:
+            raise RuntimeError(f"flow {self.flow.name}: new topics on {self.flow.target}: {e}") from None
 
     def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         excludes = self.cfg.topic_config.exclude

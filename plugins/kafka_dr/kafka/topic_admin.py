@@ -7,13 +7,20 @@ cluster and topic in its errors.
 
 from __future__ import annotations
 
+import time
 from typing import Iterable
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec
 
 REQUEST_TIMEOUT = 30.0
 RESULT_TIMEOUT = 60.0
+
+#: what a partition answers while its leadership settles: just created (the controller has it,
+#: the leader broker has not applied it yet) or moving to another broker. All seen on the lab
+#: right after create_topics, the epoch ones too ("Leader epoch is newer than broker epoch")
+SETTLING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+            KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
 
 
 def topic_partitions(client: AdminClient, timeout: float = 15.0) -> dict[str, int]:
@@ -66,3 +73,32 @@ def create_topics(client: AdminClient, new_topics: list[NewTopic]) -> dict[str, 
         except KafkaException as e:
             out[name] = "exists" if e.args[0].code() == e.args[0].TOPIC_ALREADY_EXISTS else e.args[0].str()
     return out
+
+
+def wait_until_served(client: AdminClient, partitions: dict[str, int], timeout: float = RESULT_TIMEOUT) -> None:
+    """Wait until every partition of ``partitions`` (topic -> count) answers an offsets request.
+
+    Why: a topic is created before its leader broker serves it. On the lab, offsets requests
+    right after ``create_topics`` returned were refused for 85 of 160 partitions ("not leader",
+    "unknown partition"); the replication job read the new target topics at once and its
+    first query failed and restarted. Only :data:`SETTLING` answers are waited out."""
+    pending = [TopicPartition(t, p) for t, n in partitions.items() for p in range(n)]
+    deadline = time.monotonic() + timeout
+    while pending:
+        futures = client.list_offsets({tp: OffsetSpec.latest() for tp in pending}, request_timeout=REQUEST_TIMEOUT)
+        refused: list[TopicPartition] = []
+        last: KafkaError | None = None
+        for tp, fut in futures.items():
+            try:
+                fut.result(timeout=RESULT_TIMEOUT)
+            except KafkaException as e:
+                if e.args[0].code() not in SETTLING and e.args[0].code() != KafkaError._NOENT:  # _NOENT: "No leaders found"
+                    raise
+                refused.append(tp)
+                last = e.args[0]
+        pending = refused
+        if pending and time.monotonic() >= deadline:
+            raise TimeoutError(f"{len(pending)} partition(s) not served {timeout:.0f}s after their topic was created, e.g. "
+                               f"{pending[0].topic}[{pending[0].partition}]: {last.str() if last else '?'}")
+        if pending:
+            time.sleep(0.1)
