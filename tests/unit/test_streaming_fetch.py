@@ -1,9 +1,11 @@
-"""Streaming copies ask the broker to hold a fetch a little (kafka_dr.kafka.copier.streaming_fetch);
-fixed ranges must not (a small range's last fetch would wait out the timeout)."""
+"""Streaming copies ask the broker to hold a fetch until enough is there (kafka_dr.kafka.copier.streaming_fetch);
+fixed ranges must not (a small range's last fetch would wait out the timeout): their broker
+answers as soon as anything is there, and holds a fetch for nothing only briefly, so the next
+range does not wait behind it. Every copy fetches again soon after its queue was full."""
 
 import textwrap
 
-from kafka_dr.kafka.copier import read_wait, streaming_fetch
+from kafka_dr.kafka.copier import FETCH_QUEUE_BACKOFF_MS, RANGE_FETCH_WAIT_MS, read_wait, streaming_fetch
 from kafka_dr.spark import source
 from kafka_dr.spark.source import ReplicationStreamReader
 
@@ -31,5 +33,6 @@ def test_only_a_streaming_tasks_copier_gets_the_settings(tmp_path, monkeypatch):
     streaming = reader._copier(("stream", "orders", 0)).source_consumer_config()
     fixed = reader._copier().source_consumer_config()
     assert streaming["fetch.wait.max.ms"] == 40 and streaming["fetch.min.bytes"] == 256 * 1024
-    assert "fetch.wait.max.ms" not in fixed and "fetch.min.bytes" not in fixed
+    assert "fetch.min.bytes" not in fixed and fixed["fetch.wait.max.ms"] == RANGE_FETCH_WAIT_MS == 20  # librdkafka's 500 ms held the next range
+    assert streaming["fetch.queue.backoff.ms"] == fixed["fetch.queue.backoff.ms"] == FETCH_QUEUE_BACKOFF_MS == 20  # not 1,000
     assert streaming["isolation.level"] == fixed["isolation.level"] == "read_committed"
