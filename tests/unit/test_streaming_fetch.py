@@ -5,7 +5,7 @@ range does not wait behind it. Every copy fetches again soon after its queue was
 
 import textwrap
 
-from kafka_dr.kafka.copier import FETCH_QUEUE_BACKOFF_MS, QUEUED_MIN_RECORDS, RANGE_FETCH_WAIT_MS, read_wait, streaming_fetch
+from kafka_dr.kafka.copier import FETCH_QUEUE_BACKOFF_MS, RANGE_FETCH_WAIT_MS, read_wait, streaming_fetch
 from kafka_dr.spark import source
 from kafka_dr.spark.source import ReplicationStreamReader
 
@@ -35,5 +35,4 @@ def test_only_a_streaming_tasks_copier_gets_the_settings(tmp_path, monkeypatch):
     assert streaming["fetch.wait.max.ms"] == 40 and streaming["fetch.min.bytes"] == 256 * 1024
     assert "fetch.min.bytes" not in fixed and fixed["fetch.wait.max.ms"] == RANGE_FETCH_WAIT_MS == 20  # librdkafka's 500 ms held the next range
     assert streaming["fetch.queue.backoff.ms"] == fixed["fetch.queue.backoff.ms"] == FETCH_QUEUE_BACKOFF_MS == 20  # not 1,000
-    assert streaming["queued.min.messages"] == fixed["queued.min.messages"] == QUEUED_MIN_RECORDS == 20_000  # not 100,000
     assert streaming["isolation.level"] == fixed["isolation.level"] == "read_committed"

@@ -23,12 +23,9 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 PRODUCER = {"enable.idempotence": True, "acks": "all", "linger.ms": 10, "batch.size": 1_000_000, "compression.type": "lz4",
             "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 512 * 1024}
-#: the copiers' fetch settings, with their fetch queue backoff (20 ms instead of librdkafka's
-#: 1,000: kafka_dr.kafka.copier.FETCH_QUEUE_BACKOFF_MS; with librdkafka's the raw pipe copied
-#: 197,000-203,000 records/s of 100 B here, with 20 ms 255,000-266,000, two runs each) but
-#: librdkafka's queue size: the copiers' smaller one (QUEUED_MIN_RECORDS) made this one consumer
-#: of all the partitions slower (100 B 221,000-226,000 against 246,000-251,000; 1 KiB 140,000-
-#: 161,000 against 161,000-182,000), and the raw pipe is the ceiling
+#: the copiers' fetch settings, ``fetch.queue.backoff.ms`` included (20 ms instead of librdkafka's
+#: 1,000: kafka_dr.kafka.copier.FETCH_QUEUE_BACKOFF_MS); with the default, the raw pipe copied
+#: 197,000-203,000 records/s of 100 B here, with 20 ms 255,000-266,000 (two runs each)
 CONSUMER = {"group.id": "kafka-dr-bench-rawpipe", "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": True, "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
             "queued.max.messages.kbytes": 256 * 1024, "fetch.queue.backoff.ms": 20}

@@ -130,18 +130,9 @@ def streaming_fetch(chunk_seconds: float) -> dict[str, Any]:
 #: read the queue dry and waited out the rest of the second. Measured on the lab (ranges of
 #: 125,000 records of 100 B, one consumer per partition as a fixed-range task has): reads
 #: waited 0.45-0.59 s per range, about 0.42 s of it in one stall after some 117,500 records;
-#: with 20 ms, 0.08-0.18 s. The fetcher only looks again sooner (a check of its own queue,
-#: no request).
+#: with 20 ms, 0.08-0.18 s. The queue's size limits stay as they are; the fetcher only looks
+#: again sooner (a check of its own queue, no request).
 FETCH_QUEUE_BACKOFF_MS = 20
-
-#: Records a partition's local queue holds before its fetcher waits (``queued.min.messages``;
-#: 100,000 by default). Once fetches no longer pause for a second (FETCH_QUEUE_BACKOFF_MS),
-#: the default kept about 100 MB of 1 KiB records queued per worker, read long after they
-#: were fetched; the job's 1 KiB backlog then copied 83,000-99,000 records/s against
-#: 92,000-107,000 with the pauses (five interleaved pairs, the bench's own systems). With
-#: 20,000 (about 20 MB of 1 KiB records, still more than one 8 MiB fetch brings), 99,000-
-#: 112,000, and at 100 B 179,000-192,000 against 162,000-183,000 (two pairs each).
-QUEUED_MIN_RECORDS = 20_000
 
 #: How long the source broker may hold a fixed range's fetch for records that are not there
 #: yet (``fetch.wait.max.ms``; librdkafka's default is 500 ms). A fixed range's records are
@@ -390,8 +381,7 @@ class RangeCopier:
 
     def source_consumer_config(self) -> dict[str, Any]:
         """The source consumer's settings: ``read_committed``, large fetches that follow each
-        other without a pause into a small queue (:data:`FETCH_QUEUE_BACKOFF_MS`,
-        :data:`QUEUED_MIN_RECORDS`, :data:`RANGE_FETCH_WAIT_MS`), no
+        other without a pause (:data:`FETCH_QUEUE_BACKOFF_MS`, :data:`RANGE_FETCH_WAIT_MS`), no
         committed offsets of its own (progress lives on the target), plus ``consumer_overrides``."""
         return client_config(
             self.cfg.cluster(self.flow.source), self.resolve,
@@ -399,7 +389,7 @@ class RangeCopier:
                "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "error",
                "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
                "queued.max.messages.kbytes": 256 * 1024, "fetch.queue.backoff.ms": FETCH_QUEUE_BACKOFF_MS,
-               "queued.min.messages": QUEUED_MIN_RECORDS, "fetch.wait.max.ms": RANGE_FETCH_WAIT_MS, **self.consumer_overrides},
+               "fetch.wait.max.ms": RANGE_FETCH_WAIT_MS, **self.consumer_overrides},
         )
 
     def _progress_consumer(self) -> Consumer:
