@@ -466,6 +466,25 @@ class RangeCopier:
         _, high = self._source_consumer().get_watermark_offsets(TopicPartition(spec.topic, spec.partition), cached=True)
         return max(0, high - position)
 
+    def planned_start(self, spec: RangeSpec, committed: int | None, low: int) -> int:
+        """The start :func:`~kafka_dr.core.progress.resume_offset` is to hold ``spec`` to.
+
+        An open range's (a streaming task's) planned start is where the source *ended* when its
+        micro-batch was planned, not where the copy stands. So a partition that has no committed
+        progress only because the target was lost before its first commit (found by the
+        target-restart drill: the first transaction held two partitions of four, the target
+        went down, the next batch planned the other two at 5,300-5,700) would be refused as
+        lost progress, stopping the job for good. Decided as the query's start decides it
+        (:func:`~kafka_dr.core.progress.lost_progress_starts`): no copy of the partition on the
+        target means nothing was copied, so it starts at the log start (``low``); a copy keeps
+        the planned start, and the refusal stands."""
+        if committed is None and spec.end == OPEN and spec.start > low:
+            if last_copied_offset(self.cfg, self.flow, spec.topic, spec.target_topic, spec.partition, self.resolve) is None:
+                log.warning("flow %s: %s[%d] has no committed progress and no copy on %s yet: copying from its log start %d, "
+                            "not from the planned %d", self.flow.name, spec.topic, spec.partition, self.flow.target, low, spec.start)
+                return low
+        return spec.start
+
     def log_start(self, spec: RangeSpec) -> int:
         """Where the source partition's log starts now (a round trip)."""
         low, _ = watermarks(self._source_consumer(), TopicPartition(spec.topic, spec.partition), 30)
@@ -487,7 +506,7 @@ class RangeCopier:
             log_start = self.log_start(spec)
         low = log_start if log_start is not None else 0
         try:
-            start = resume_offset(committed, spec.start, low, self.allow_reset)
+            start = resume_offset(committed, self.planned_start(spec, committed, low), low, self.allow_reset)
         except ProgressLost as e:
             raise ProgressLost(f"flow {self.flow.name}: {self.flow.source}/{spec.topic}[{spec.partition}] -> "
                                f"{self.flow.target}/{spec.target_topic}[{spec.partition}]: {e} (was the target topic deleted?)") from None

@@ -242,7 +242,7 @@ class TaskCopier:
             key, c = (s.topic, s.partition), committed[(s.topic, s.partition)]
             low = self.helper.log_start(s) if c is None else 0
             try:
-                start = resume_offset(c, s.start, low, self.allow_reset)
+                start = resume_offset(c, self.helper.planned_start(s, c, low), low, self.allow_reset)
             except ProgressLost as e:
                 raise ProgressLost(f"flow {self.flow.name}: {self.flow.source}/{s.topic}[{s.partition}] -> "
                                    f"{self.flow.target}/{s.target_topic}[{s.partition}]: {e} (was the target topic deleted?)") from None
