@@ -10,6 +10,7 @@ the per-partition copier handles them.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -303,3 +304,31 @@ def test_a_progress_commit_of_the_task_id_that_no_transaction_owns_is_cleared(la
         transaction_verification(admin, None)
     assert planned[topic_name]["0"] == 30
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(30)]
+
+
+def test_the_cyclic_collector_is_off_while_either_copier_moves_records_and_on_again_after(lab, tmp_path, topic_name):
+    """kafka_dr.kafka.gc_pause: the collector walking the fetched batches was 17% of the copy
+    loop; it is paused while a chunk is filled, by the per-partition copier and the task copier."""
+    cfg, flow = _flow(lab, tmp_path, topic_name)
+    sent = produce_varied(cfg.cluster("east"), topic_name, "gc", 200, PARTITIONS)
+    ends = _ends(sent)
+    enabled_per_record: list[bool] = []
+    per_partition, task = RangeCopier(cfg, flow), TaskCopier(cfg, flow)
+    for copier in (per_partition, task):
+        def recording(*args, _inner=copier.transform):
+            enabled_per_record.append(gc.isenabled())
+            return _inner(*args)
+        copier.transform = recording
+    assert gc.isenabled()
+    try:
+        first = per_partition.copy(RangeSpec(topic_name, 0, 0, ends[0], topic_name))
+        assert gc.isenabled()
+        rest = task.copy([RangeSpec(topic_name, p, 0, OPEN, topic_name) for p in range(1, PARTITIONS)],
+                         until=_until_progress(cfg, flow, topic_name, {p: ends[p] for p in range(1, PARTITIONS)}))
+    finally:
+        per_partition.close()
+        task.close()
+    assert gc.isenabled()
+    assert first.written + sum(r.written for r in rest) == len(sent) == len(enabled_per_record)
+    assert not any(enabled_per_record)
+    check_replica("west", read_topic(cfg.cluster("west"), topic_name), sent, source_topic=topic_name)

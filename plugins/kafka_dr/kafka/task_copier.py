@@ -49,6 +49,7 @@ from kafka_dr.kafka.copier import (
     JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
     abort_quietly, discard, fence, producer_lost, read_wait, target_missing, transactional_producer, watched_call,
 )
+from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import read_progress
 
 log = logging.getLogger(__name__)
@@ -214,7 +215,8 @@ class TaskCopier:
                 producer.begin_transaction()
                 self._reports.failures.clear()
                 try:
-                    touched = self._fill(producer, source, parts, until)
+                    with gc_paused():  # as the per-partition copier's loop (kafka_dr.kafka.gc_pause)
+                        touched = self._fill(producer, source, parts, until)
                     if not touched:
                         producer.commit_transaction(30)  # nothing read: an empty transaction ends locally
                         continue
