@@ -26,6 +26,7 @@ from airflow.sdk import DAG, task
 from kafka_dr.airflow.dag_config import kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
+from kafka_dr.spark.driver_options import driver_java_options
 
 REPO = Path(__file__).resolve().parents[3]
 APPLICATION = str(REPO / "spark_jobs" / "replicate.py")
@@ -105,7 +106,9 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             application_args=args,
             conn_id=cfg.spark.connection,
             name=f"kafka-dr-{flow.name}",
-            conf={"spark.ui.showConsoleProgress": "false", **dict(cfg.spark.conf)},
+            # the driver's JVM options in local mode (kafka_dr.spark.driver_options): the
+            # connection is made from spark.master (`kafka-dr airflow env`), so that decides
+            conf={"spark.ui.showConsoleProgress": "false", **driver_java_options(cfg.spark.master, cfg.spark.conf), **dict(cfg.spark.conf)},
             env_vars=_spark_env(),
             on_failure_callback=failure_callbacks(cfg.alerts),  # the job gave up: a cluster stays unreachable, a refusal
             retries=3,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS
+from kafka_dr.spark.driver_options import driver_java_options
 
 log = logging.getLogger("kafka_dr.replicate")
 
@@ -106,9 +107,10 @@ class _Stop:
         return bool(self.reason)
 
 
-def spark_session(cfg, app_name: str, master: str | None = None):
+def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str, str] | None = None):
     """A Spark session for replication: the config's Spark settings, Python workers on this
-    interpreter (so they import this package), quiet console."""
+    interpreter (so they import this package), quiet console. ``extra`` settings come before
+    the config's, which win."""
     from pyspark.sql import SparkSession
 
     # Spark starts Python workers (data-source planners included) with $PYSPARK_PYTHON, read
@@ -118,7 +120,8 @@ def spark_session(cfg, app_name: str, master: str | None = None):
     if master:
         builder = builder.master(master)
     for k, v in {"spark.sql.shuffle.partitions": "2", "spark.ui.showConsoleProgress": "false",
-                 "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable, **dict(cfg.spark.conf)}.items():
+                 "spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable, **(extra or {}),
+                 **dict(cfg.spark.conf)}.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
@@ -143,7 +146,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     max_duration = opts.max_duration_seconds or flow.max_duration_seconds
 
     if spark is None:
-        spark = spark_session(cfg, f"kafka-dr-{flow.name}", opts.master)
+        spark = spark_session(cfg, f"kafka-dr-{flow.name}", opts.master, driver_java_options(opts.master, cfg.spark.conf))
     spark.dataSource.register(ReplicationSource)
 
     target = cfg.cluster(flow.target)

@@ -1,0 +1,26 @@
+"""The driver JVM's options for the replication job in local mode, for the job's own session
+(``kafka-dr replicate``, the bench) and the DAG's spark-submit alike.
+
+Kept apart from :mod:`kafka_dr.spark.job` so the DAG files import nothing heavy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: The replication job's driver JVM options when Spark runs in local mode (the driver is then
+#: the executor too) and ``spark.conf`` sets none of its own. The JVM's work in this job is
+#: small (planning, Python worker I/O); the copy is Python and librdkafka. Yet in a backlog
+#: copy of 1,000,000 records its C2 compiler and G1's concurrent threads took 0.15-0.2 of this
+#: 2-core lab's cores, away from the copy; with C1 only and the serial collector they do not
+#: show, and the job copied 3-10% faster in five of six interleaved pairs
+#: (docs/benchmarks.md, item 22).
+LOCAL_DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+
+
+def driver_java_options(master: str | None, conf: Mapping[str, str]) -> dict[str, str]:
+    """``{"spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS}`` for a local master
+    unless ``conf`` sets the key; else nothing (a cluster's driver JVM is the operator's, and
+    with no master given spark-submit has started the JVM already)."""
+    local = master is not None and (master == "local" or master.startswith("local["))
+    return {"spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS} if local and "spark.driver.extraJavaOptions" not in conf else {}
