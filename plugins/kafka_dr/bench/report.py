@@ -4,7 +4,9 @@ Figures are nested as ``results[system][phase][metric]`` (phase ``s<size>`` for 
 ``size``-byte values, ``latency`` for the steady-load phase) and flattened into the JSON line
 as ``<system>_<phase>_<metric>``, plus ``ratio_ours_<other>_<phase>_<metric>`` for
 throughput and latency, and the run's parameters. Full runs add ``synced_mb`` to every
-phase: the dirty page-cache data written out before it (:mod:`kafka_dr.bench.disk`).
+phase: the dirty page-cache data written out before it (:mod:`kafka_dr.bench.disk`), and to
+every backlog phase where the CPU went over its copy window (``cpu_*``,
+:mod:`kafka_dr.bench.cpu`).
 
 A system's latency may be measured in several rounds (:func:`latency_schedule`); its p50 and
 p99 are over every round's samples together (:func:`latency_figures`), and
@@ -118,6 +120,16 @@ def table(flat: dict) -> str:
             lines.append(f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}{_f(flat.get(k + 'mb_per_s'), 1):>8}"
                          f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>10}"
                          f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}")
+    cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
+    if cpu_rows:
+        head = f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'steal':>7}{'idle':>7}{'us/record':>11}"
+        lines += ["", "CPU over the copy window (cores; busy = the whole machine, own = the system's processes; us/record = busy CPU "
+                  "per record)", head, "-" * len(head)]
+        for size, s in cpu_rows:
+            k = f"{s}_s{size}_cpu_"
+            lines.append(f"{s:<9}{size:>7}{_f(flat.get(k + 'busy_cores'), 2):>7}{_f(flat.get(k + 'own_cores'), 2):>7}"
+                         f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
+                         f"{_f(flat.get(k + 'us_per_record'), 1):>11}")
     head = f"{'system':<9}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
     lines += ["", "End-to-end latency (steady load below saturation, 100 B)", head, "-" * len(head)]
     for s in systems:

@@ -18,7 +18,9 @@ Broker warm-up (full runs): before anything is measured, ``warmup_records`` 100-
 are produced on ``east`` and copied to ``west`` by the raw pipe, and small transactions run
 on ``west`` for 30 s, unmeasured (:func:`warm_brokers`).
 
-Memory: peak RSS of each system's process tree (sampled every 250 ms), per phase.
+Memory: peak RSS of each system's process tree (sampled every 250 ms), per phase. CPU: over
+each backlog's copy window, cores busy on the machine, used by the system's process tree and
+stolen by the host (:mod:`kafka_dr.bench.cpu`).
 Systems run one after another, never at the same time, and every phase starts with the page
 cache's dirty data written out (:mod:`kafka_dr.bench.disk`; ``synced_mb`` says how much).
 
@@ -46,6 +48,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench import disk, load
+from kafka_dr.bench.cpu import CpuWindow
 from kafka_dr.bench.procmem import PeakRss
 from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, flatten, latency_figures, latency_schedule
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
@@ -105,16 +108,19 @@ def backlog_phase(system: System, topic: str, partitions: int, size: int, source
     started = time.monotonic()
     system.start(topic, partitions, continuous=False)
     rss = PeakRss(system.pid).start()
+    cpu = CpuWindow(system.pid).start()
     try:
         tl = load.watch_arrivals(west, system.target_topic(topic), partitions,
                                  lambda total: system.done(topic, partitions, source_ends, total), started, timeout, alive=system.alive)
     except Exception as e:
         raise RuntimeError(f"{system.name}: copying {topic}: {e}\n--- {system.name} log tail ---\n{system.log_tail()}") from None
     finally:
+        cpu.stop()  # before the stop: a system's shutdown is not part of its copy window
         system.stop()
         peak = rss.stop()
     return {**_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
-            "startup_seconds": round(tl.first - started, 2), "peak_rss_mb": _mb(peak)}
+            "startup_seconds": round(tl.first - started, 2), "peak_rss_mb": _mb(peak),
+            **cpu.figures(tl.first, tl.done, sum(source_ends))}
 
 
 def _copy_figures(system: System, topic: str, partitions: int, size: int, records: int, tl: load.Timeline) -> dict:
@@ -303,7 +309,7 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
                 results[s.name][f"s{size}"] = r
                 say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
                     f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, "
-                    f"{synced} MB synced first")
+                    f"{synced} MB synced first; CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores")
         for s, r in latency_rounds_phase(sys_objs, run, partitions, latency_rate, latency_seconds, warmup_seconds, latency_rounds,
                                          min(timeout, 300), say).items():
             results[s]["latency"] = r

@@ -1,0 +1,116 @@
+"""Where the machine's CPU went during a copy window: all of it, the system's own, and steal.
+
+Why: on a 2-core lab a ratio between two systems measured minutes apart says little by
+itself. A system that keeps both cores busy is bound by the CPU it spends per record; one
+that leaves a core idle is bound by something else (the raw pipe by its one Python thread);
+and a virtual machine whose host takes cycles back (``steal`` in ``/proc/stat``) slows
+whichever system it hits. So every backlog phase reports, over its copy window only (start-up
+excluded), how many cores the machine was busy, how many the system's own process tree used,
+how many were stolen and how many idle, and the machine's busy CPU per record copied.
+
+Samples are taken every ``interval`` seconds by a thread (as :mod:`kafka_dr.bench.procmem`
+does for memory); a window's figures come from the samples nearest to its ends. The tree is
+walked once a second (a walk reads every process of the machine, 4.5 ms here: every 0.1 s it
+would take 0.05 of a core from the systems measured), so a worker started later counts from
+the next walk on, with all of its CPU since it started; a process that exits inside the
+window takes its CPU with it (none of the systems' processes do until they are stopped).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+from kafka_dr.bench.procmem import PROC, tree
+
+#: clock ticks per second of ``/proc`` CPU times
+TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """One reading: monotonic time, the machine's ``/proc/stat`` totals (ticks) and the CPU
+    ticks of every process of the tree by pid."""
+
+    at: float
+    machine: tuple[int, ...]  #: user, nice, system, idle, iowait, irq, softirq, steal
+    own: dict[int, int]
+
+
+def window_figures(a: CpuSample, b: CpuSample, records: int, ticks: int = TICKS) -> dict:
+    """Cores busy, the tree's own, stolen and idle between ``a`` and ``b``, and the machine's
+    busy CPU per record (microseconds). A process only in ``b`` started in the window: all of
+    its CPU counts. Pure, for the unit tests."""
+    seconds = b.at - a.at
+    if seconds <= 0:
+        return {"cpu_busy_cores": None, "cpu_own_cores": None, "cpu_steal_cores": None, "cpu_idle_cores": None,
+                "cpu_us_per_record": None}
+    d = [(y - x) / ticks / seconds for x, y in zip(a.machine, b.machine)]
+    user, nice, system, idle, iowait, irq, softirq, steal = (d + [0.0] * 8)[:8]
+    busy = user + nice + system + irq + softirq
+    own = sum(v - a.own.get(pid, 0) for pid, v in b.own.items()) / ticks / seconds
+    return {"cpu_busy_cores": round(busy, 2), "cpu_own_cores": round(own, 2), "cpu_steal_cores": round(steal, 2),
+            "cpu_idle_cores": round(idle + iowait, 2),
+            "cpu_us_per_record": round(busy * seconds / records * 1e6, 1) if records > 0 else None}
+
+
+def _machine() -> tuple[int, ...]:
+    with open(PROC / "stat") as f:
+        return tuple(int(x) for x in f.readline().split()[1:9])
+
+
+def _ticks(pid: int) -> int | None:
+    try:
+        stat = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    rest = stat[stat.rindex(")") + 2:].split()
+    return int(rest[11]) + int(rest[12])  # utime + stime
+
+
+def sample(pids: list[int]) -> CpuSample:
+    own = {}
+    for p in pids:
+        t = _ticks(p)
+        if t is not None:
+            own[p] = t
+    return CpuSample(time.monotonic(), _machine(), own)
+
+
+class CpuWindow:
+    """Samples ``pid``'s tree and the machine every ``interval`` seconds until :meth:`stop`;
+    :meth:`figures` then gives a window's :func:`window_figures`."""
+
+    def __init__(self, pid: int, interval: float = 0.1, tree_interval: float = 1.0) -> None:
+        self.pid, self.interval, self.tree_interval = pid, interval, tree_interval
+        self.samples: list[CpuSample] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"cpu-{pid}", daemon=True)
+
+    def start(self) -> "CpuWindow":
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        pids, walked = [self.pid], 0.0
+        while not self._stop.is_set():
+            try:
+                if time.monotonic() - walked >= self.tree_interval:
+                    pids, walked = tree(self.pid), time.monotonic()
+                self.samples.append(sample(pids))
+            except (OSError, ValueError):  # /proc unreadable (not Linux): no figures
+                return
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def figures(self, start: float | None, end: float | None, records: int) -> dict:
+        if not self.samples or start is None or end is None:
+            return window_figures(CpuSample(0, (), {}), CpuSample(0, (), {}), records)
+        a = min(self.samples, key=lambda s: abs(s.at - start))
+        b = min(self.samples, key=lambda s: abs(s.at - end))
+        return window_figures(a, b, records)
