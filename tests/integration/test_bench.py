@@ -47,17 +47,24 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     """The full run's path (one system after another), raw pipe only and small: the unmeasured
     warm-up copy happens before the first measured phase, and its topics go with the run's.
     Every measured phase starts with the dirty page cache written out, and says how much; the
-    latency is measured in two rounds."""
+    backlog and the latency are measured in two rounds; a backlog's CPU is accounted."""
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "rawpipe",
-                           "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "2000"],
+                           "--records", "40000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "2000"],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     out = proc.stdout
     warmed = re.search(r"brokers warmed up .*: 2,000 records produced and copied, ([\d,]+) transactions", out)
     assert warmed and int(warmed.group(1).replace(",", "")) > 0, out[-2000:]
-    assert out.index("brokers warmed up") < out.index("[bench] rawpipe  s100:"), "warm-up before the first measured phase"
+    assert out.index("brokers warmed up") < out.index("[bench] rawpipe  s100 round 1/2:"), "warm-up before the first measured phase"
     figures = json.loads(out.strip().splitlines()[-1])
-    assert figures["rawpipe_s100_complete"] is True and figures["rawpipe_s100_records"] == 3000, "the warm-up's records are not counted"
+    # the backlog in two rounds, each a fresh backlog of 40,000 records copied completely (long enough a window for CPU
+    # samples inside it); the warm-up's records are not counted
+    assert figures["backlog_rounds"] == 2 and len(figures["rawpipe_s100_records_per_s_by_round"]) == 2
+    assert figures["rawpipe_s100_complete"] is True and figures["rawpipe_s100_records"] == 80000 == figures["rawpipe_s100_copied"]
+    assert len(re.findall(r"\[bench\] rawpipe  s100 round [12]/2: [\d,]+ records/s .*copied 40,000/40,000, .*CPU busy [\d.]+, own "
+                          r"[\d.]+, steal [\d.]+ cores", out)) == 2, out[-2000:]
+    # the pipe's own CPU is part of the machine's (a tick of sampling apart)
+    assert 0 < figures["rawpipe_s100_cpu_own_cores"] <= figures["rawpipe_s100_cpu_busy_cores"] + 0.1
     assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(figures["rawpipe_latency_synced_mb"], int)
     # latency in two rounds (the second in reverse order), each after the page cache was written out
     assert figures["latency_rounds"] == 2 and len(figures["rawpipe_latency_p99_ms_by_round"]) == 2
@@ -73,7 +80,7 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
     offsets, and a ``read_committed`` count finds every record exactly once."""
     proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "mm2eos",
                            "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "0",
-                           "--latency-rounds", "1"],  # one MirrorMaker start for the latency is enough here
+                           "--latency-rounds", "1", "--backlog-rounds", "1"],  # one MirrorMaker start per phase is enough here
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -95,8 +102,9 @@ def test_an_unknown_system_is_refused_before_anything_starts(tmp_path):
     assert not (tmp_path / "nolab").exists()
 
 
-def test_zero_latency_rounds_are_refused_before_anything_starts(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), "--latency-rounds", "0"],
+@pytest.mark.parametrize("flag", ["--latency-rounds", "--backlog-rounds"])
+def test_zero_rounds_are_refused_before_anything_starts(tmp_path, flag):
+    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), flag, "0"],
                           capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0 and "--latency-rounds 0: must be at least 1" in proc.stderr
+    assert proc.returncode != 0 and f"{flag} 0: must be at least 1" in proc.stderr
     assert not (tmp_path / "nolab").exists()

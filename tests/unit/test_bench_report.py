@@ -3,10 +3,10 @@
 from kafka_dr.bench.mm2 import Mm2Checkpoint, decode_checkpoint
 import pytest
 
-from kafka_dr.bench.report import expected_keys, flatten, json_line, latency_figures, latency_schedule, percentile, ratio, table
+from kafka_dr.bench.report import backlog_figures, expected_keys, flatten, json_line, latency_figures, latency_schedule, percentile, ratio, table
 
 PARAMS = {"run": "bench.x", "records": 1000, "partitions": 8, "sizes": [100], "latency_rate": 500, "latency_seconds": 5.0,
-          "latency_rounds": 2}
+          "latency_rounds": 2, "backlog_rounds": 1}
 
 
 def backlog(rps, mbps):
@@ -94,3 +94,33 @@ def test_the_latency_table_shows_each_rounds_p99_and_says_how_many_rounds():
     assert "per system in 2 rounds (every other one in reverse order)" in text
     ours = next(line for line in text.splitlines() if line.startswith("ours ") and "1,499 / 1,501" in line)
     assert "1,500" in ours
+
+
+def _round(rps, seconds, **extra):
+    return {"records_per_s": rps, "mb_per_s": rps * 100 / 1e6, "copy_seconds": seconds, "startup_seconds": 20.0, "records": rps * seconds,
+            "copied": rps * seconds, "complete": True, "peak_rss_mb": 100, **extra}
+
+
+def test_backlog_rounds_pool_every_record_over_every_window_and_keep_each_rounds_rate():
+    # 1,000,000 records in 5 s, then 1,000,000 in 10 s (a slow round): 2,000,000 over 15 s, not the mean of 200,000 and 100,000
+    fast = _round(200_000, 5, cpu_busy_cores=2.0, cpu_own_cores=1.5, cpu_steal_cores=0.0, cpu_idle_cores=0.0, synced_mb=3)
+    slow = {**_round(100_000, 10, cpu_busy_cores=1.0, cpu_own_cores=0.6, cpu_steal_cores=0.3, cpu_idle_cores=0.7, synced_mb=4),
+            "startup_seconds": 30.0, "peak_rss_mb": 300}
+    r = backlog_figures([fast, slow])
+    assert r["records_per_s"] == 133_333 and r["records_per_s_by_round"] == [200_000, 100_000]
+    assert r["mb_per_s"] == 13.33 and r["copy_seconds"] == 15 and r["records"] == 2_000_000 == r["copied"] and r["complete"] is True
+    assert r["startup_seconds"] == 25.0 and r["peak_rss_mb"] == 300 and r["synced_mb"] == 7
+    # cores weighted by window: (2.0 x 5 + 1.0 x 10) / 15; busy CPU per record: 20 core-seconds / 2,000,000 records
+    assert r["cpu_busy_cores"] == 1.33 and r["cpu_own_cores"] == 0.9 and r["cpu_steal_cores"] == 0.2 and r["cpu_idle_cores"] == 0.47
+    assert r["cpu_us_per_record"] == 10.0
+    assert backlog_figures([fast, {**slow, "complete": False}])["complete"] is False
+
+
+def test_one_backlog_round_gives_its_own_figures_and_the_table_shows_the_rounds():
+    one = backlog_figures([_round(200_000, 5)])
+    assert one["records_per_s"] == 200_000 and one["records_per_s_by_round"] == [200_000] and "cpu_busy_cores" not in one
+    two = backlog_figures([_round(200_000, 5), _round(100_000, 10)])
+    flat = flatten({**PARAMS, "backlog_rounds": 2}, GUARANTEES, {"ours": {"s100": two}, "rawpipe": {"s100": one}})
+    text = table(flat)
+    assert "Throughput (backlog, 2 rounds of every size, every other one in reverse order)" in text
+    assert [ln for ln in text.splitlines() if ln.startswith("ours ") and ln.endswith("200,000 / 100,000")]

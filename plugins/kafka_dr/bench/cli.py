@@ -15,11 +15,12 @@ from kafka_dr.bench.report import SYSTEMS
 #: --quick leaves MirrorMaker 2 with exactly-once out by default: a fourth JVM starting at the
 #: same time took it from 55 to 63 s here (tests/integration/test_bench.py runs it on its own)
 #: Full runs measure latency in two rounds, the second in reverse order (report.latency_schedule);
-#: --latency-seconds is each system's measured time over all its rounds.
+#: --latency-seconds is each system's measured time over all its rounds. Each size's backlog is
+#: copied in two rounds as well (a fresh backlog of the same records per round), in the same order.
 QUICK = {"records": 5_000, "latency_rate": 1000, "latency_seconds": 2.0, "warmup_seconds": 0.5, "warmup_records": 0,
-         "latency_rounds": 1, "systems": ("ours", "mm2", "rawpipe")}
+         "latency_rounds": 1, "backlog_rounds": 1, "systems": ("ours", "mm2", "rawpipe")}
 FULL = {"records": 1_000_000, "latency_rate": 5000, "latency_seconds": 30.0, "warmup_seconds": 5.0, "warmup_records": 1_000_000,
-        "latency_rounds": 2, "systems": SYSTEMS}
+        "latency_rounds": 2, "backlog_rounds": 2, "systems": SYSTEMS}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency-rounds", type=int, default=None,
                    help=f"latency rounds, every other one in reverse system order (default {FULL['latency_rounds']}; "
                         f"--quick measures all systems at once)")
+    p.add_argument("--backlog-rounds", type=int, default=None,
+                   help=f"backlog rounds per size, every other one in reverse system order, each on a fresh backlog of the same "
+                        f"records (default {FULL['backlog_rounds']}; --quick: 1)")
     p.add_argument("--systems", default=None,
                    help=f"which systems, comma-separated, of {','.join(SYSTEMS)} (default all; --quick: {','.join(QUICK['systems'])})")
     p.add_argument("--dir", type=Path, default=None, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab); started if not running")
@@ -54,8 +58,9 @@ def run(a: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
     preset = QUICK if a.quick else FULL
     systems = _systems(a.systems, preset["systems"])  # before the lab starts
-    if a.latency_rounds is not None and a.latency_rounds < 1:
-        raise SystemExit(f"kafka-dr bench: --latency-rounds {a.latency_rounds}: must be at least 1")
+    for flag, v in (("--latency-rounds", a.latency_rounds), ("--backlog-rounds", a.backlog_rounds)):
+        if v is not None and v < 1:
+            raise SystemExit(f"kafka-dr bench: {flag} {v}: must be at least 1")
     lab = Lab(a.dir)
     config = lab.up(count=2, base_port=a.base_port)
     flat = run_bench(config, lab.root / "bench", records=a.records or preset["records"],
@@ -64,7 +69,8 @@ def run(a: argparse.Namespace) -> int:
                      warmup_seconds=preset["warmup_seconds"], systems=systems,
                      one_start=a.quick, keep_topics=a.keep_topics,
                      warmup_records=preset["warmup_records"] if a.warmup_records is None else a.warmup_records,
-                     latency_rounds=a.latency_rounds or preset["latency_rounds"])
+                     latency_rounds=a.latency_rounds or preset["latency_rounds"],
+                     backlog_rounds=a.backlog_rounds or preset["backlog_rounds"])
     print(table(flat))
     print(json_line(flat), flush=True)
     return 0

@@ -31,11 +31,13 @@ def percentile(values: list[int], q: float) -> float | None:
 
 
 def latency_schedule(systems: list, rounds: int) -> list[list]:
-    """The order of the latency phases: ``rounds`` rounds over every system, every other round
-    in reverse. Why: whichever system runs right after the backlogs, or after another one,
-    inherits the brokers' state (page cache being written back, garbage to collect), and with
-    one round the same system always paid for it (docs/benchmarks.md, "Ours is the first
-    latency phase"). Two rounds give every system both an early and a late slot."""
+    """The order of the latency phases (and of each size's backlog rounds): ``rounds`` rounds
+    over every system, every other round in reverse. Why: whichever system runs right after the
+    backlogs, or after another one, inherits the brokers' state (page cache being written back,
+    garbage to collect), and with one round the same system always paid for it
+    (docs/benchmarks.md, "Ours is the first latency phase"); a backlog's first system also runs
+    right after the backlog was produced, and the machine's own speed drifts over minutes.
+    Two rounds give every system both an early and a late slot."""
     if rounds < 1:
         raise ValueError(f"latency rounds must be at least 1, not {rounds}")
     return [list(systems) if r % 2 == 0 else list(reversed(systems)) for r in range(rounds)]
@@ -52,6 +54,38 @@ def latency_figures(rounds: list[dict]) -> dict:
            "p99_ms_by_round": [percentile(r["latencies"], 0.99) for r in rounds]}
     if any("synced_mb" in r for r in rounds):
         out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
+    return out
+
+
+#: a backlog phase's CPU figures (:mod:`kafka_dr.bench.cpu`), full runs only
+CPU_METRICS = ("cpu_busy_cores", "cpu_own_cores", "cpu_steal_cores", "cpu_idle_cores", "cpu_us_per_record")
+
+
+def backlog_figures(rounds: list[dict]) -> dict:
+    """One system's backlog figures for one size from its rounds (each a fresh copy of the same
+    data, see :func:`latency_schedule` for the order): throughput over all rounds together
+    (every record over the sum of the copy windows, so a slow round weighs what it took), each
+    round's own records/s beside it, records and copies summed, complete only if every round
+    was, start-up the mean, memory the peak, CPU cores weighted by each round's window and the
+    busy CPU per record over all records. One round gives its own figures back (plus
+    ``records_per_s_by_round``)."""
+    records = sum(r["records"] for r in rounds)
+    window = sum(r["copy_seconds"] for r in rounds)
+    size_mb = sum(r["mb_per_s"] * r["copy_seconds"] for r in rounds)
+    out = {"records_per_s": round(records / window) if window > 0 else None,
+           "mb_per_s": round(size_mb / window, 2) if window > 0 else None,
+           "copy_seconds": round(window, 2), "startup_seconds": round(sum(r["startup_seconds"] for r in rounds) / len(rounds), 2),
+           "records": records, "copied": sum(r["copied"] for r in rounds), "complete": all(r["complete"] for r in rounds),
+           "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds), "records_per_s_by_round": [r["records_per_s"] for r in rounds]}
+    if any("synced_mb" in r for r in rounds):
+        out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
+    timed = [r for r in rounds if r.get("cpu_busy_cores") is not None]
+    if timed:
+        t = sum(r["copy_seconds"] for r in timed)
+        for m in CPU_METRICS[:4]:
+            out[m] = round(sum(r[m] * r["copy_seconds"] for r in timed) / t, 2)
+        out["cpu_us_per_record"] = round(sum(r["cpu_busy_cores"] * r["copy_seconds"] for r in timed) / sum(r["records"] for r in timed)
+                                         * 1e6, 1)
     return out
 
 
@@ -81,7 +115,7 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
 def expected_keys(systems, sizes) -> set[str]:
     """Every key the JSON line must carry for these systems and sizes."""
     phases = [f"s{s}" for s in sizes]
-    keys = {"bench", "records", "partitions", "sizes", "latency_rate", "latency_seconds", "latency_rounds"}
+    keys = {"bench", "records", "partitions", "sizes", "latency_rate", "latency_seconds", "latency_rounds", "backlog_rounds"}
     for sy in systems:
         keys.add(f"{sy}_guarantee")
         keys |= {f"{sy}_{ph}_{m}" for ph in phases for m in BACKLOG_METRICS}
@@ -112,14 +146,18 @@ def table(flat: dict) -> str:
     lines = [f"kafka-dr bench: {flat['records']:,} records per size, {flat['partitions']} partitions, 3 headers; "
              f"latency at {flat['latency_rate']:,} records/s for {flat['latency_seconds']} s"
              f"{_rounds(flat.get('latency_rounds', 1))}", ""]
-    head = f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}{'copied':>10}{'all':>5}{'RSS MB':>8}"
-    lines += ["Throughput (backlog)", head, "-" * len(head)]
+    head = (f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}{'copied':>11}{'all':>5}"
+            f"{'RSS MB':>8}  records/s by round")
+    backlog_rounds = flat.get("backlog_rounds", 1)
+    lines += [f"Throughput (backlog{f', {backlog_rounds} rounds of every size, every other one in reverse order' if backlog_rounds > 1 else ''})",
+              head, "-" * len(head)]
     for size in sizes:
         for s in systems:
             k = f"{s}_s{size}_"
+            by_round = " / ".join(_f(v) for v in flat.get(k + "records_per_s_by_round") or [])
             lines.append(f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}{_f(flat.get(k + 'mb_per_s'), 1):>8}"
-                         f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>10}"
-                         f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}")
+                         f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
+                         f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}")
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
     if cpu_rows:
         head = f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'steal':>7}{'idle':>7}{'us/record':>11}"

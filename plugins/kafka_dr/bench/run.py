@@ -1,10 +1,12 @@
 """The benchmark scenario, one run, the same brokers, topics and data for every system.
 
 For each value size: one backlog topic on ``east`` (``records`` records, ``partitions``
-partitions, 3 headers) is produced once; then each system in turn starts, copies it into its
-own fresh target topic on ``west`` and stops. Throughput is measured over the copy window,
-from the first record's arrival on the target to the system's own completion (start-up is
-reported separately); the copy is then counted with a ``read_committed`` consumer.
+partitions, 3 headers) is produced; then each system in turn starts, copies it into its own
+fresh target topic on ``west`` and stops. Throughput is measured over the copy window, from
+the first record's arrival on the target to the system's own completion (start-up is
+reported separately); the copy is then counted with a ``read_committed`` consumer. Full runs
+do this in ``backlog_rounds`` rounds per size, each on a fresh backlog of the same records,
+every other round in reverse order, and pool the rounds (:func:`backlog_rounds_phase`).
 
 Latency: each system gets a fresh topic of the same shape; it is started in continuous mode,
 pinged until a record comes through, then a steady producer runs at ``latency_rate`` records/s
@@ -50,7 +52,7 @@ from confluent_kafka.admin import AdminClient
 from kafka_dr.bench import disk, load
 from kafka_dr.bench.cpu import CpuWindow
 from kafka_dr.bench.procmem import PeakRss
-from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, flatten, latency_figures, latency_schedule
+from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, backlog_figures, flatten, latency_figures, latency_schedule
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
@@ -273,7 +275,7 @@ def _backlog_while_running(system: System, topic: str, partitions: int, size: in
 def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,
               latency_rate: int = 5000, latency_seconds: float = 30.0, warmup_seconds: float = 5.0,
               systems: tuple[str, ...] = SYSTEMS, timeout: float = 900.0, say=print, one_start: bool = False,
-              keep_topics: bool = False, warmup_records: int = 0, latency_rounds: int = 1) -> dict:
+              keep_topics: bool = False, warmup_records: int = 0, latency_rounds: int = 1, backlog_rounds: int = 1) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
     run = f"bench.{uuid.uuid4().hex[:6]}"
@@ -283,7 +285,8 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
         sys_objs = make_systems(systems, cfg, Path(config_path), workdir)
         e_admin = AdminClient(client_config(east))
         params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
-                  "latency_seconds": latency_seconds, "latency_rounds": 1 if one_start else latency_rounds}
+                  "latency_seconds": latency_seconds, "latency_rounds": 1 if one_start else latency_rounds,
+                  "backlog_rounds": 1 if one_start else backlog_rounds}
         if one_start:
             results = one_start_phases(sys_objs, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
                                        min(timeout, 300), say)
@@ -292,28 +295,48 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
             warm_brokers(cfg, workdir, run, warmup_records, partitions, timeout, say)
         results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
         for size in sizes:
-            topic = f"{run}.s{size}"
-            ensure_topic(e_admin, topic, partitions)
-            secs = load.produce_backlog(east, topic, records, size, partitions)
-            say(f"[bench] {topic}: {records:,} records of {size} B produced in {secs:.1f}s")
-            ends = load.end_offsets(e_admin, topic, partitions)
-            for s in sys_objs:
-                synced = disk.write_back()
-                try:
-                    r = {**backlog_phase(s, topic, partitions, size, ends, timeout), "synced_mb": synced}
-                except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
-                    r = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False, synced_mb=synced)
-                    say(f"[bench] {s.name:<8} s{size}: FAILED: {r['error']}")
-                    results[s.name][f"s{size}"] = r
-                    continue
-                results[s.name][f"s{size}"] = r
-                say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
-                    f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, "
-                    f"{synced} MB synced first; CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores")
+            for s, r in backlog_rounds_phase(sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds,
+                                             timeout, say).items():
+                results[s][f"s{size}"] = r
         for s, r in latency_rounds_phase(sys_objs, run, partitions, latency_rate, latency_seconds, warmup_seconds, latency_rounds,
                                          min(timeout, 300), say).items():
             results[s]["latency"] = r
         return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
+
+
+def backlog_rounds_phase(sys_objs: list[System], e_admin: AdminClient, topic: str, records: int, size: int, partitions: int,
+                         rounds: int, timeout: float, say=print) -> dict[str, dict]:
+    """Every system's backlog of ``size``-byte records in ``rounds`` rounds, in the order of
+    :func:`~kafka_dr.bench.report.latency_schedule`; each round copies a backlog of its own
+    (``topic``, then ``topic.r<n>``: ours writes into the source topic's name, so a copy needs a
+    fresh source topic), produced just before it with the same records. The figures per system
+    over its rounds (:func:`~kafka_dr.bench.report.backlog_figures`); a system whose round fails
+    is not measured again, and its figures carry the error."""
+    east = sys_objs[0].source
+    done: dict[str, list[dict]] = {s.name: [] for s in sys_objs}
+    failures: dict[str, dict] = {}
+    for i, order in enumerate(latency_schedule(sys_objs, rounds)):
+        t = topic if i == 0 else f"{topic}.r{i}"
+        ensure_topic(e_admin, t, partitions)
+        secs = load.produce_backlog(east, t, records, size, partitions)
+        say(f"[bench] {t}: {records:,} records of {size} B produced in {secs:.1f}s")
+        ends = load.end_offsets(e_admin, t, partitions)
+        for s in order:
+            if s.name in failures:
+                continue
+            synced = disk.write_back()
+            step = f"s{size}" if rounds == 1 else f"s{size} round {i + 1}/{rounds}"
+            try:
+                r = {**backlog_phase(s, t, partitions, size, ends, timeout), "synced_mb": synced}
+            except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
+                failures[s.name] = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False, synced_mb=synced)
+                say(f"[bench] {s.name:<8} {step}: FAILED: {failures[s.name]['error']}")
+                continue
+            done[s.name].append(r)
+            say(f"[bench] {s.name:<8} {step}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
+                f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, "
+                f"{synced} MB synced first; CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores")
+    return {s.name: failures.get(s.name) or backlog_figures(done[s.name]) for s in sys_objs}
 
 
 def latency_rounds_phase(sys_objs: list[System], run: str, partitions: int, rate: int, seconds: float, warmup: float,
