@@ -3,7 +3,7 @@
 from kafka_dr.bench.mm2 import Mm2Checkpoint, decode_checkpoint
 import pytest
 
-from kafka_dr.bench.report import backlog_figures, expected_keys, flatten, json_line, latency_figures, latency_schedule, percentile, ratio, table
+from kafka_dr.bench.report import backlog_figures, expected_keys, flatten, json_line, latency_figures, round_schedule, percentile, ratio, table
 
 PARAMS = {"run": "bench.x", "records": 1000, "partitions": 8, "sizes": [100], "latency_rate": 500, "latency_seconds": 5.0,
           "latency_rounds": 2, "backlog_rounds": 1}
@@ -69,12 +69,12 @@ def test_mm2_properties_enable_exactly_once_for_the_target_and_name_remote_topic
     assert "east.exactly.once.source.support = enabled" not in lines  # only the target is written to
 
 
-def test_every_other_latency_round_runs_the_systems_in_reverse_order():
-    assert latency_schedule(["ours", "mm2", "rawpipe"], 1) == [["ours", "mm2", "rawpipe"]]
-    assert latency_schedule(["ours", "mm2", "rawpipe"], 3) == [["ours", "mm2", "rawpipe"], ["rawpipe", "mm2", "ours"],
+def test_every_other_round_runs_the_systems_in_reverse_order():
+    assert round_schedule(["ours", "mm2", "rawpipe"], 1) == [["ours", "mm2", "rawpipe"]]
+    assert round_schedule(["ours", "mm2", "rawpipe"], 3) == [["ours", "mm2", "rawpipe"], ["rawpipe", "mm2", "ours"],
                                                                ["ours", "mm2", "rawpipe"]]
-    with pytest.raises(ValueError, match="at least 1, not 0"):
-        latency_schedule(["ours"], 0)
+    with pytest.raises(ValueError, match="rounds must be at least 1, not 0"):
+        round_schedule(["ours"], 0)
 
 
 def test_latency_rounds_are_pooled_before_the_percentiles_and_each_round_keeps_its_own_p99():

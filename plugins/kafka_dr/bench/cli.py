@@ -14,7 +14,7 @@ from kafka_dr.bench.report import SYSTEMS
 #: (every system started once, all together: see kafka_dr.bench.run.one_start_phases).
 #: --quick leaves MirrorMaker 2 with exactly-once out by default: a fourth JVM starting at the
 #: same time took it from 55 to 63 s here (tests/integration/test_bench.py runs it on its own)
-#: Full runs measure latency in two rounds, the second in reverse order (report.latency_schedule);
+#: Full runs measure latency in two rounds, the second in reverse order (report.round_schedule);
 #: --latency-seconds is each system's measured time over all its rounds. Each size's backlog is
 #: copied in two rounds as well (a fresh backlog of the same records per round), in the same order.
 QUICK = {"records": 5_000, "latency_rate": 1000, "latency_seconds": 2.0, "warmup_seconds": 0.5, "warmup_records": 0,

@@ -8,7 +8,7 @@ phase: the dirty page-cache data written out before it (:mod:`kafka_dr.bench.dis
 every backlog phase where the CPU went over its copy window (``cpu_*``,
 :mod:`kafka_dr.bench.cpu`).
 
-A system's latency may be measured in several rounds (:func:`latency_schedule`); its p50 and
+A system's latency may be measured in several rounds (:func:`round_schedule`); its p50 and
 p99 are over every round's samples together (:func:`latency_figures`), and
 ``p99_ms_by_round`` keeps each round's own p99 so the spread is visible.
 """
@@ -30,16 +30,16 @@ def percentile(values: list[int], q: float) -> float | None:
     return float(s[min(len(s) - 1, int(len(s) * q))])
 
 
-def latency_schedule(systems: list, rounds: int) -> list[list]:
-    """The order of the latency phases (and of each size's backlog rounds): ``rounds`` rounds
-    over every system, every other round in reverse. Why: whichever system runs right after the
+def round_schedule(systems: list, rounds: int) -> list[list]:
+    """The order of the systems in each of ``rounds`` rounds (of the latency phases, and of each
+    size's backlogs): every other round in reverse. Why: whichever system runs right after the
     backlogs, or after another one, inherits the brokers' state (page cache being written back,
     garbage to collect), and with one round the same system always paid for it
     (docs/benchmarks.md, "Ours is the first latency phase"); a backlog's first system also runs
     right after the backlog was produced, and the machine's own speed drifts over minutes.
     Two rounds give every system both an early and a late slot."""
     if rounds < 1:
-        raise ValueError(f"latency rounds must be at least 1, not {rounds}")
+        raise ValueError(f"rounds must be at least 1, not {rounds}")
     return [list(systems) if r % 2 == 0 else list(reversed(systems)) for r in range(rounds)]
 
 
@@ -63,7 +63,7 @@ CPU_METRICS = ("cpu_busy_cores", "cpu_own_cores", "cpu_steal_cores", "cpu_idle_c
 
 def backlog_figures(rounds: list[dict]) -> dict:
     """One system's backlog figures for one size from its rounds (each a fresh copy of the same
-    data, see :func:`latency_schedule` for the order): throughput over all rounds together
+    data, see :func:`round_schedule` for the order): throughput over all rounds together
     (every record over the sum of the copy windows, so a slow round weighs what it took), each
     round's own records/s beside it, records and copies summed, complete only if every round
     was, start-up the mean, memory the peak, CPU cores weighted by each round's window and the

@@ -13,7 +13,7 @@ pinged until a record comes through, then a steady producer runs at ``latency_ra
 (below saturation); after a warm-up, every record's arrival time on the target minus its
 produce timestamp is one sample. Full runs measure in ``latency_rounds`` rounds of
 ``latency_seconds / latency_rounds`` each, every other round in reverse order
-(:func:`~kafka_dr.bench.report.latency_schedule`); p50/p99 over a system's samples of every
+(:func:`~kafka_dr.bench.report.round_schedule`); p50/p99 over a system's samples of every
 round together, and each round's p99 beside them.
 
 Broker warm-up (full runs): before anything is measured, ``warmup_records`` 100-byte records
@@ -52,7 +52,7 @@ from confluent_kafka.admin import AdminClient
 from kafka_dr.bench import disk, load
 from kafka_dr.bench.cpu import CpuWindow
 from kafka_dr.bench.procmem import PeakRss
-from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, backlog_figures, flatten, latency_figures, latency_schedule
+from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, backlog_figures, flatten, latency_figures, round_schedule
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
@@ -307,7 +307,7 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
 def backlog_rounds_phase(sys_objs: list[System], e_admin: AdminClient, topic: str, records: int, size: int, partitions: int,
                          rounds: int, timeout: float, say=print) -> dict[str, dict]:
     """Every system's backlog of ``size``-byte records in ``rounds`` rounds, in the order of
-    :func:`~kafka_dr.bench.report.latency_schedule`; each round copies a backlog of its own
+    :func:`~kafka_dr.bench.report.round_schedule`; each round copies a backlog of its own
     (``topic``, then ``topic.r<n>``: ours writes into the source topic's name, so a copy needs a
     fresh source topic), produced just before it with the same records. The figures per system
     over its rounds (:func:`~kafka_dr.bench.report.backlog_figures`); a system whose round fails
@@ -315,7 +315,7 @@ def backlog_rounds_phase(sys_objs: list[System], e_admin: AdminClient, topic: st
     east = sys_objs[0].source
     done: dict[str, list[dict]] = {s.name: [] for s in sys_objs}
     failures: dict[str, dict] = {}
-    for i, order in enumerate(latency_schedule(sys_objs, rounds)):
+    for i, order in enumerate(round_schedule(sys_objs, rounds)):
         t = topic if i == 0 else f"{topic}.r{i}"
         ensure_topic(e_admin, t, partitions)
         secs = load.produce_backlog(east, t, records, size, partitions)
@@ -342,12 +342,12 @@ def backlog_rounds_phase(sys_objs: list[System], e_admin: AdminClient, topic: st
 def latency_rounds_phase(sys_objs: list[System], run: str, partitions: int, rate: int, seconds: float, warmup: float,
                          rounds: int, timeout: float, say=print) -> dict[str, dict]:
     """Every system's latency in ``rounds`` rounds of ``seconds / rounds`` each, in the order of
-    :func:`~kafka_dr.bench.report.latency_schedule`, each round on a fresh topic after the page
+    :func:`~kafka_dr.bench.report.round_schedule`, each round on a fresh topic after the page
     cache was written out; the figures per system. A system whose round fails is not measured
     again, and its figures carry the error."""
     done: dict[str, list[dict]] = {s.name: [] for s in sys_objs}
     failures: dict[str, dict] = {}
-    for i, order in enumerate(latency_schedule(sys_objs, rounds)):
+    for i, order in enumerate(round_schedule(sys_objs, rounds)):
         for s in order:
             if s.name in failures:
                 continue
