@@ -19,11 +19,10 @@ window takes its CPU with it (none of the systems' processes do until they are s
 from __future__ import annotations
 
 import os
-import threading
 import time
 from dataclasses import dataclass
 
-from kafka_dr.bench.procmem import PROC, tree
+from kafka_dr.bench.procmem import PROC, Sampler, tree
 
 #: clock ticks per second of ``/proc`` CPU times
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -79,34 +78,21 @@ def sample(pids: list[int]) -> CpuSample:
     return CpuSample(time.monotonic(), _machine(), own)
 
 
-class CpuWindow:
-    """Samples ``pid``'s tree and the machine every ``interval`` seconds until :meth:`stop`;
-    :meth:`figures` then gives a window's :func:`window_figures`."""
+class CpuWindow(Sampler):
+    """Samples ``pid``'s tree and the machine every ``interval`` seconds until :meth:`stop`
+    (the tree walked every ``tree_interval``); :meth:`figures` then gives a window's
+    :func:`window_figures`."""
 
     def __init__(self, pid: int, interval: float = 0.1, tree_interval: float = 1.0) -> None:
-        self.pid, self.interval, self.tree_interval = pid, interval, tree_interval
+        super().__init__(pid, interval)
+        self.tree_interval = tree_interval
         self.samples: list[CpuSample] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"cpu-{pid}", daemon=True)
+        self._pids, self._walked = [pid], float("-inf")
 
-    def start(self) -> "CpuWindow":
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        pids, walked = [self.pid], 0.0
-        while not self._stop.is_set():
-            try:
-                if time.monotonic() - walked >= self.tree_interval:
-                    pids, walked = tree(self.pid), time.monotonic()
-                self.samples.append(sample(pids))
-            except (OSError, ValueError):  # /proc unreadable (not Linux): no figures
-                return
-            self._stop.wait(self.interval)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
+    def tick(self) -> None:
+        if time.monotonic() - self._walked >= self.tree_interval:
+            self._pids, self._walked = tree(self.pid), time.monotonic()
+        self.samples.append(sample(self._pids))
 
     def figures(self, start: float | None, end: float | None, records: int) -> dict:
         if not self.samples or start is None or end is None:

@@ -59,24 +59,45 @@ def tree_rss_bytes(pid: int) -> int:
     return sum(rss_bytes(p) for p in tree(pid))
 
 
-class PeakRss:
-    """Samples the tree of ``pid`` every ``interval`` seconds until :meth:`stop`; ``peak`` in bytes."""
+class Sampler:
+    """A daemon thread that calls :meth:`tick` every ``interval`` seconds from :meth:`start` to
+    :meth:`stop`; a tick that raises ``OSError`` ends the sampling (``/proc`` unreadable)."""
 
-    def __init__(self, pid: int, interval: float = 0.25) -> None:
-        self.pid, self.interval, self.peak = pid, interval, 0
+    def __init__(self, pid: int, interval: float) -> None:
+        self.pid, self.interval = pid, interval
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"rss-{pid}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"{type(self).__name__}-{pid}", daemon=True)
 
-    def start(self) -> "PeakRss":
+    def start(self):
         self._thread.start()
         return self
 
+    def tick(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, tree_rss_bytes(self.pid))
+            try:
+                self.tick()
+            except OSError:
+                return
             self._stop.wait(self.interval)
 
-    def stop(self) -> int:
+    def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+
+
+class PeakRss(Sampler):
+    """Samples the tree of ``pid`` every ``interval`` seconds until :meth:`stop`; ``peak`` in bytes."""
+
+    def __init__(self, pid: int, interval: float = 0.25) -> None:
+        super().__init__(pid, interval)
+        self.peak = 0
+
+    def tick(self) -> None:
+        self.peak = max(self.peak, tree_rss_bytes(self.pid))
+
+    def stop(self) -> int:
+        super().stop()
         return self.peak
