@@ -61,7 +61,8 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
             from kafka_dr.kafka.failback import check_ready
 
             p = context["params"]
-            return check_ready(cfg, **_args(context), force=bool(p["force"]), resolve=_resolve(), topics=p["topics"])
+            return check_ready(cfg, **_args(context), force=bool(p["force"]), resolve=_resolve(), topics=p["topics"],
+                               groups=p["consumer_groups"])
 
         @task(task_id="copy_until_caught_up", retries=2, on_failure_callback=alerts)
         def copy(**context) -> dict:

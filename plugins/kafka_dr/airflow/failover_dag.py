@@ -52,7 +52,8 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             from kafka_dr.kafka.failover import confirm_down
 
             failed, survivor, _ = _args(context)
-            return confirm_down(cfg, failed, survivor, bool(context["params"]["force"]), _resolve())
+            return confirm_down(cfg, failed, survivor, bool(context["params"]["force"]), _resolve(),
+                                groups=context["params"]["consumer_groups"])
 
         @task(task_id="stop_flows_from_failed", retries=1)
         def stop(**context) -> dict:

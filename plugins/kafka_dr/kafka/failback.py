@@ -121,12 +121,16 @@ def seed_flow(cfg: DrConfig, recovered: str, survivor: str, topics: str | None) 
 
 
 def check_ready(cfg: DrConfig, recovered: str, survivor: str, mode: str, force: bool = False,
-                resolve: SecretResolver | None = None, topics: str | None = None) -> dict:
+                resolve: SecretResolver | None = None, topics: str | None = None, groups: str | None = None,
+                since_ms: int | None = None, until_ms: int | None = None) -> dict:
+    """The first step: every input is checked here, before any step changes anything."""
     from kafka_dr.core.failover import cluster_pair_problem
+    from kafka_dr.core.inputs import failback_problems, require_valid
 
     problem = cluster_pair_problem(list(cfg.clusters), ("recovered", recovered), ("surviving", survivor))
     if problem:
         raise FailbackRefused(problem)
+    require_valid(failback_problems(cfg, recovered, survivor, groups, topics, since_ms, until_ms))
     if mode not in MODES:
         raise FailbackRefused(f"unknown mode {mode!r} (choose {' or '.join(MODES)})")
     for name in (survivor, recovered):
@@ -527,7 +531,7 @@ def run_failback(cfg: DrConfig, recovered: str, survivor: str, mode: str, groups
                  resolve: SecretResolver | None = None) -> dict:
     """Every step in order; the CLI twin of the DAG. Returns the summary."""
     summary: dict = {"recovered": recovered, "survivor": survivor, "mode": mode, "dry_run": dry_run}
-    summary["check"] = check_ready(cfg, recovered, survivor, mode, force, resolve, topics)
+    summary["check"] = check_ready(cfg, recovered, survivor, mode, force, resolve, topics, groups, since_ms, until_ms)
     summary["copy"] = copy_until_caught_up(cfg, recovered, survivor, mode, dry_run, topics, since_ms, until_ms, resolve)
     summary["gate"] = {"skipped": "dry run"} if dry_run else gate(cfg, recovered, survivor, mode, topics, resolve)
     summary["consumer_groups"] = move_groups_back(cfg, recovered, survivor, mode, groups, dry_run, topics, resolve)

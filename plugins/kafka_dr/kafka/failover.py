@@ -37,8 +37,13 @@ def check_clusters(cfg: DrConfig, failed: str, survivor: str) -> None:
         raise FailoverRefused(problem)
 
 
-def confirm_down(cfg: DrConfig, failed: str, survivor: str, force: bool, resolve: SecretResolver | None = None) -> dict:
+def confirm_down(cfg: DrConfig, failed: str, survivor: str, force: bool, resolve: SecretResolver | None = None,
+                 groups: str | None = None) -> dict:
+    """The first step: every input is checked here, before any step changes anything."""
+    from kafka_dr.core.inputs import regex_problem, require_valid
+
     check_clusters(cfg, failed, survivor)
+    require_valid([p for p in (regex_problem("--groups", groups),) if p])
     if not reachable(cfg, survivor, resolve):
         raise FailoverRefused(f"the surviving cluster {survivor!r} ({cfg.cluster(survivor).bootstrap_servers}) does not answer either")
     up = reachable(cfg, failed, resolve)
@@ -127,7 +132,7 @@ def run_failover(cfg: DrConfig, failed: str, survivor: str, groups: str = ".*", 
                  resolve: SecretResolver | None = None) -> dict:
     """Every step in order; the CLI twin of the DAG. Returns the summary."""
     summary: dict = {"failed": failed, "survivor": survivor, "dry_run": dry_run}
-    summary["confirm_down"] = confirm_down(cfg, failed, survivor, force, resolve)
+    summary["confirm_down"] = confirm_down(cfg, failed, survivor, force, resolve, groups)
     summary["stop_flows"] = stop_flows(cfg, failed, survivor, dry_run, resolve)
     summary["consumer_groups"] = move_consumer_groups(cfg, failed, survivor, groups, dry_run, resolve)
     rpo = rpo_report(cfg, failed, survivor, resolve)
