@@ -57,14 +57,11 @@ def run(a: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
     preset = QUICK if a.quick else FULL
-    systems = _systems(a.systems, preset["systems"])  # before the lab starts
-    for flag, v in (("--latency-rounds", a.latency_rounds), ("--backlog-rounds", a.backlog_rounds)):
-        if v is not None and v < 1:
-            raise SystemExit(f"kafka-dr bench: {flag} {v}: must be at least 1")
+    systems, sizes = validated(a, preset)  # every argument before the lab starts
     lab = Lab(a.dir)
     config = lab.up(count=2, base_port=a.base_port)
     flat = run_bench(config, lab.root / "bench", records=a.records or preset["records"],
-                     sizes=[int(s) for s in a.sizes.split(",") if s.strip()], partitions=a.partitions,
+                     sizes=sizes, partitions=a.partitions,
                      latency_rate=a.latency_rate or preset["latency_rate"], latency_seconds=a.latency_seconds or preset["latency_seconds"],
                      warmup_seconds=preset["warmup_seconds"], systems=systems,
                      one_start=a.quick, keep_topics=a.keep_topics,
@@ -76,17 +73,38 @@ def run(a: argparse.Namespace) -> int:
     return 0
 
 
-def _systems(arg: str | None, default: tuple[str, ...]) -> tuple[str, ...]:
-    if arg is None:
-        return default
-    names = tuple(s.strip() for s in arg.split(",") if s.strip())
-    unknown = [n for n in names if n not in SYSTEMS]
-    if unknown or not names:
-        raise SystemExit(f"kafka-dr bench: --systems {arg!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(SYSTEMS)}")
-    return names
+def validated(a: argparse.Namespace, preset: dict) -> tuple[tuple[str, ...], list[int]]:
+    """The systems and sizes to run; every bad argument named at once (exit 2), nothing started."""
+    from kafka_dr.core.inputs import InvalidInput
+
+    problems = []
+    systems = preset["systems"]
+    if a.systems is not None:
+        systems = tuple(s.strip() for s in a.systems.split(",") if s.strip())
+        unknown = [n for n in systems if n not in SYSTEMS]
+        if unknown or not systems:
+            problems.append(f"--systems {a.systems!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(SYSTEMS)}")
+    sizes = []
+    for part in (x.strip() for x in a.sizes.split(",")):
+        if part.isdigit() and int(part) > 0:
+            sizes.append(int(part))
+        else:
+            problems.append(f"--sizes {a.sizes!r}: {part!r} is not a size in bytes (e.g. 100,1024)")
+    for flag, v in (("--latency-rounds", a.latency_rounds), ("--backlog-rounds", a.backlog_rounds), ("--records", a.records),
+                    ("--partitions", a.partitions), ("--latency-rate", a.latency_rate)):
+        if v is not None and v < 1:
+            problems.append(f"{flag} {v}: must be at least 1")
+    if a.latency_seconds is not None and a.latency_seconds <= 0:
+        problems.append(f"--latency-seconds {a.latency_seconds:g}: must be positive")
+    if problems:
+        raise InvalidInput(problems)
+    return systems, sizes
 
 
 def main(argv: list[str] | None = None) -> int:
+    from kafka_dr.entry import run_entry
+
     p = argparse.ArgumentParser(prog="kafka-dr bench", description=__doc__.splitlines()[0])
     add_arguments(p)
-    return run(p.parse_args(argv))
+    a = p.parse_args(argv)
+    return run_entry("kafka-dr bench", lambda: run(a))

@@ -71,6 +71,10 @@ class JobSummary:
     restarts: int = 0
     stopped_by: str = ""
     written_by_topic: dict = field(default_factory=dict)
+    #: source records deleted before they were replicated (a first run's log start past 0 included)
+    lost_to_retention: int = 0
+    #: what the run warned of (records lost to retention, a selection that matches no topic)
+    warnings: list = field(default_factory=list)
 
 
 #: A streaming query whose micro-batch has not completed this long past ``task_seconds`` is
@@ -134,14 +138,15 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     from kafka_dr.core.config_load import load_config
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka import clients
+    from kafka_dr.kafka.selection import SelectionWatch
     from kafka_dr.kafka.topics import ensure_topic
     from kafka_dr.spark.source import FIELDS, ReplicationSource
 
+    from kafka_dr.core.inputs import flow_problems, require_valid
+
     cfg = load_config(opts.config)
-    flows = {f.name: f for f in cfg.flows}
-    if opts.flow not in flows:
-        raise SystemExit(f"kafka-dr replicate: no flow named {opts.flow!r} in {opts.config} (flows: {', '.join(flows)})")
-    flow = flows[opts.flow]
+    require_valid(flow_problems(cfg, [opts.flow], opts.config))  # before Spark starts
+    flow = {f.name: f for f in cfg.flows}[opts.flow]
     mode = FlowMode(opts.mode) if opts.mode else flow.mode
     max_duration = opts.max_duration_seconds or flow.max_duration_seconds
 
@@ -157,6 +162,12 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         raise clients.unreachable(target, f"flow {flow.name}: creating {mtopic} on target", str(e), env_resolver()) from None
     metrics_producer = clients.producer(target, env_resolver())
     summary = JobSummary(flow.name)
+    selection = SelectionWatch(cfg, flow, env_resolver())
+
+    def watch_selection() -> None:
+        empty = selection.check()  # logs its warning
+        if empty is not None:
+            summary.warnings.append(str(empty))
 
     def sink(df, batch_id: int) -> None:
         rows = df.collect()  # one small row per partition range: nothing big reaches the driver
@@ -170,7 +181,13 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             summary.records_written += d["written"] or 0
             summary.written_by_topic[d["topic"]] = summary.written_by_topic.get(d["topic"], 0) + (d["written"] or 0)
             summary.records_filtered += d["filtered"] or 0
+            if d["lost_to_retention"]:
+                summary.lost_to_retention += d["lost_to_retention"]
+                summary.warnings.append(lost_warning(flow, d))
+                log.warning("%s", summary.warnings[-1])
         metrics_producer.flush(30)
+        if mode is FlowMode.CONTINUOUS:
+            watch_selection()
         summary.batches += 1
         last_batch[0] = time.monotonic()
 
@@ -183,6 +200,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             signal.signal(s, lambda signum, _frame: stop.request(signal.Signals(signum).name))
     deadline = time.monotonic() + max_duration if max_duration else None
     backoff = 2.0
+    watch_selection()
     try:
         streaming = mode is FlowMode.CONTINUOUS and opts.task_seconds > 0 and opts.max_records_per_batch <= 0
         while True:
@@ -216,10 +234,11 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 shutil.rmtree(checkpoint, ignore_errors=True)
             summary.restarts += 1
             reason = failure_reason(error, flow.name)
+            why = reason.removeprefix(f"flow {flow.name}: ")
             if any(kind in reason for kind in PERMANENT):
-                raise RuntimeError(f"flow {flow.name}: stopped: {reason}")
+                raise RuntimeError(f"flow {flow.name}: stopped: {why}")
             if summary.restarts > opts.max_restarts or stop.requested() or (deadline and time.monotonic() > deadline):
-                raise RuntimeError(f"flow {flow.name}: giving up after {summary.restarts} failed run(s); last error: {reason}")
+                raise RuntimeError(f"flow {flow.name}: giving up after {summary.restarts} failed run(s); last error: {why}")
             log.error("flow %s: query failed (%s); restart %d/%d in %.0fs", flow.name, reason, summary.restarts, opts.max_restarts, backoff)
             alert_restart(cfg, flow.name, reason, summary.restarts, opts.max_restarts, backoff)
             _sleep(backoff, stop)
@@ -228,6 +247,13 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         for s, h in previous.items():
             signal.signal(s, h)
         metrics_producer.flush(10)
+
+
+def lost_warning(flow, row: dict) -> str:
+    """The job log's line for a metrics row that counts records lost to source retention."""
+    span = f" (offsets {row['lost_first']}..{row['lost_last']})" if row.get("lost_first") is not None else ""
+    return (f"flow {flow.name}: {row['lost_to_retention']} record(s) of {flow.source}/{row['topic']}[{row['partition']}]{span} were "
+            f"deleted on the source before they were replicated (counted in lost_to_retention)")
 
 
 def alert_restart(cfg, flow: str, reason: str, restart: int, max_restarts: int, backoff: float) -> None:
@@ -322,12 +348,10 @@ def _sleep(seconds: float, stop: _Stop) -> None:
         time.sleep(0.2)
 
 
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    p = argparse.ArgumentParser(prog="replicate", description="Replicate one kafka-dr flow with Spark.")
+def add_arguments(p) -> None:
+    """The job's arguments: ``spark-submit spark_jobs/replicate.py ...`` and ``kafka-dr replicate ...`` take the same."""
     p.add_argument("--config", default=os.environ.get("KAFKA_DR_CONFIG"), help="kafka-dr YAML (default $KAFKA_DR_CONFIG)")
-    p.add_argument("--flow", required=True)
+    p.add_argument("--flow", required=True, help="the flow to run (its name in the config, e.g. east_to_west)")
     p.add_argument("--mode", choices=["continuous", "incremental"], default=None, help="default: the flow's mode")
     p.add_argument("--trigger-seconds", type=float, default=1.0)
     p.add_argument("--max-duration", type=float, default=None, help="continuous mode: stop after this many seconds")
@@ -348,14 +372,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partition-transactions", action="store_true",
                    help="continuous mode, one task: a transaction per partition instead of one for all of them")
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
-    a = p.parse_args(argv)
+
+
+def job_options(a) -> JobOptions:
+    """Parsed arguments as the job's options; a missing config is a usage error (exit 2)."""
+    from kafka_dr.core.inputs import InvalidInput
+
     if not a.config:
-        p.error("--config or $KAFKA_DR_CONFIG is required")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stdout)
-    summary = run_flow(JobOptions(config=a.config, flow=a.flow, mode=a.mode, trigger_seconds=a.trigger_seconds,
-                                  max_duration_seconds=a.max_duration, max_restarts=a.max_restarts, stop_file=a.stop_file,
-                                  allow_reset=a.allow_reset, chunk_records=a.chunk_records, master=a.master,
-                                  max_records_per_batch=a.max_records_per_batch, task_seconds=a.task_seconds, tasks=a.tasks,
-                                  commit_seconds=a.commit_seconds, task_transactions=not a.partition_transactions))
-    print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
-    return 0
+        raise InvalidInput(["--config or $KAFKA_DR_CONFIG is required"])
+    for flag, v, least in (("--tasks", a.tasks, 1), ("--chunk-records", a.chunk_records, 1), ("--max-restarts", a.max_restarts, 0)):
+        if v < least:
+            raise InvalidInput([f"{flag} {v}: must be at least {least}"])
+    return JobOptions(config=a.config, flow=a.flow, mode=a.mode, trigger_seconds=a.trigger_seconds,
+                      max_duration_seconds=a.max_duration, max_restarts=a.max_restarts, stop_file=a.stop_file,
+                      allow_reset=a.allow_reset, chunk_records=a.chunk_records, master=a.master,
+                      max_records_per_batch=a.max_records_per_batch, task_seconds=a.task_seconds, tasks=a.tasks,
+                      commit_seconds=a.commit_seconds, task_transactions=not a.partition_transactions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The spark-submit entry: logs to stdout, the summary as one JSON line, a failure as one line last."""
+    import argparse
+
+    from kafka_dr.entry import run_entry
+
+    p = argparse.ArgumentParser(prog="replicate", description="Replicate one kafka-dr flow with Spark.")
+    add_arguments(p)
+    p.add_argument("--debug", action="store_true", help="a Python traceback with a failure")
+    a = p.parse_args(argv)
+
+    def body() -> int:
+        opts = job_options(a)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stdout)
+        summary = run_flow(opts)
+        print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
+        return 0
+
+    return run_entry("replicate", body, a.debug)
