@@ -39,6 +39,8 @@ def verify_schemas(cfg: DrConfig, target: str) -> dict:
     from kafka_dr.kafka.schema_mirror import verify
 
     result = verify(cfg, target, airflow_resolver())
+    if result.not_set_up:
+        log.warning("schema mirror to %s: %s", target, result.not_set_up)
     for side, skipped in result.skipped.items():
         log.warning("%s: %d record(s) a registry would skip as unreadable: %s", side, len(skipped), "; ".join(skipped[:20]))
     if result.differences:

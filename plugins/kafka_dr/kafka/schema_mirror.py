@@ -68,6 +68,8 @@ class MirrorResult:
     transactions: int = 0
     topic_created: bool = False
     seconds: float = 0.0
+    #: why nothing was mirrored when the primary has no registry topic (no registry there yet)
+    not_set_up: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +86,7 @@ class VerifyResult:
     subjects: int = 0
     #: records a registry would skip as unreadable, per side
     skipped: dict[str, list[str]] = field(default_factory=dict)
+    not_set_up: str | None = None  #: neither side has a registry topic: nothing to compare
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,9 +133,14 @@ def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, ch
 
     src_admin = AdminClient(client_config(src, resolve))
     if _one_partition(src_admin, sm.primary, res.source_topic) is None:
-        raise SchemaTopicProblem(
-            f"{where}: {sm.primary} has no topic {res.source_topic!r}; is its schema registry running with "
-            f"kafkastore.topic={res.source_topic}? (set clusters.{sm.primary}.schema_registry.topic otherwise)")
+        # A registry creates its topic when it first starts: until then there is nothing to mirror,
+        # a state to report, not a failure to retry.
+        res.not_set_up = (f"{where}: not set up: {sm.primary} has no topic {res.source_topic!r} (no schema registry has "
+                          f"started there with kafkastore.topic={res.source_topic}; set clusters.{sm.primary}.schema_registry.topic "
+                          f"if it uses another)")
+        log.warning("%s", res.not_set_up)
+        res.seconds = time.monotonic() - t0
+        return res
     dst_admin = AdminClient(client_config(dst, resolve))
     res.topic_created = ensure_topic(dst_admin, res.target_topic, 1, {"cleanup.policy": "compact"}, timeout=TIMEOUT)
     if res.topic_created:
@@ -284,6 +292,13 @@ def verify(cfg: DrConfig, target: str, resolve: SecretResolver | None = None) ->
                                                          "isolation.level": "read_committed"}))
     try:
         dst_admin = AdminClient(client_config(dst, resolve))
+        if partition_count(AdminClient(client_config(src, resolve)), src_topic, timeout=TIMEOUT) is None:
+            held = 0 if partition_count(dst_admin, dst_topic, timeout=TIMEOUT) is None else len(read_partitions(progress, dst_topic, [PARTITION], timeout=120))
+            if held:
+                res.differences = [f"{sm.primary} has no topic {src_topic!r} but {target}/{dst_topic} holds {held} record(s)"]
+            else:
+                res.not_set_up = f"not set up: neither {sm.primary}/{src_topic} nor {target}/{dst_topic} holds a record"
+            return res
         if partition_count(dst_admin, dst_topic, timeout=TIMEOUT) is None:
             target_records = []
         else:
