@@ -556,5 +556,6 @@ def format_summary(s: dict) -> str:
     for r in s.get("consumer_groups", []):
         lines.append(f"  group {r['group']} {r['topic']}[{r['partition']}]: {r['action']} at {r['target_offset']}"
                      + (" (moved backwards)" if r.get("backwards") else ""))
-    lines.append(f"  active cluster: {s.get('restart', {}).get('active_cluster', s['recovered'])}")
+    active = s.get("restart", {}).get("active_cluster", s["recovered"])
+    lines.append(f"  active cluster would be: {active}" if s.get("dry_run") else f"  active cluster: {active}")
     return "\n".join(lines)
