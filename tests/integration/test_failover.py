@@ -139,7 +139,7 @@ def test_cli_failover_refuses_a_live_cluster_and_dry_runs_with_force(lab, tmp_pa
     forced = subprocess.run([cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--force", "--config", str(path)],
                             capture_output=True, text=True, timeout=300)
     assert forced.returncode == 0, forced.stderr[-2000:]
-    assert "DRY RUN: nothing changed" in forced.stdout and "active cluster: west" in forced.stdout
+    assert "DRY RUN: nothing changed" in forced.stdout and "active cluster would be: west" in forced.stdout
     assert read_state(load_config(path)) == before
 
 

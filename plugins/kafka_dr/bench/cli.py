@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-topics", action="store_true", help="keep the run's topics on the lab (deleted at the end by default)")
     p.add_argument("--warmup-records", type=int, default=None,
                    help=f"unmeasured records through both brokers first (default {FULL['warmup_records']:,}; --quick: 0)")
-    p.add_argument("--base-port", type=int, default=19092, help="first broker port if the lab has to be started")
+    p.add_argument("--base-port", type=int, default=None,
+                   help="first broker port if the lab has to be started (default $KAFKA_DR_LAB_BASE_PORT or 19092)")
 
 
 def run(a: argparse.Namespace) -> int:

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     lab = sub.add_parser("lab", help="the local lab of real Apache Kafka clusters", parents=[common])
     lab.add_argument("--dir", type=Path, default=None, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab)")
+    # --dir before or after the verb: `lab --dir X up` and `lab up --dir X` are the same
+    here = argparse.ArgumentParser(add_help=False, parents=[common])
+    here.add_argument("--dir", type=Path, default=argparse.SUPPRESS, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab)")
+    common = here
     ls = lab.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,stop,start,kill}")
     up = ls.add_parser("up", help="start the clusters (idempotent) and write the lab config", parents=[common])
     up.add_argument("--clusters", type=int, default=2, help="how many clusters (default 2: east, west)")
-    up.add_argument("--base-port", type=int, default=int(os.environ.get("KAFKA_DR_LAB_BASE_PORT", "19092")),
+    up.add_argument("--base-port", type=int, default=None,
                     help="first broker port; cluster i uses base+100*i (default $KAFKA_DR_LAB_BASE_PORT or 19092)")
     up.add_argument("--secure", action="store_true", help="SASL_SSL (SCRAM-SHA-512) listeners with generated certificates; secrets in <dir>/secrets.env")
     down = ls.add_parser("down", help="stop every lab broker this lab started", parents=[common])

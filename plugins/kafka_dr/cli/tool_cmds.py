@@ -21,8 +21,12 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
 
     dr = sub.add_parser("drill", parents=[common],
                         help="fault drills on a lab of their own: kill -9, broker restarts, network cut, soak; prints a table")
-    dr.add_argument("faults", nargs="*", default=["kill-job", "target-restart", "source-restart", "network-cut"], choices=FAULTS,
-                    metavar="fault", help=f"of {', '.join(FAULTS)} (default: all but soak)")
+    def fault(name: str) -> str:  # not choices=: with nargs="*" argparse checks an empty list against them
+        if name not in FAULTS:
+            raise argparse.ArgumentTypeError(f"unknown fault {name!r} (choose from {', '.join(FAULTS)})")
+        return name
+
+    dr.add_argument("faults", nargs="*", type=fault, metavar="fault", help=f"of {', '.join(FAULTS)} (default: all but soak)")
     dr.add_argument("--kill-trials", type=int, default=10)
     dr.add_argument("--soak-seconds", type=float, default=600)
     dr.add_argument("--soak-batch", type=int, default=200, help="soak load: records every 0.1 s (default 200: ~2000/s)")
@@ -69,12 +73,13 @@ def airflow_env(a: argparse.Namespace) -> int:
 
 def drill(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import InvalidInput
-    from kafka_dr.lab.drill import format_table, run_drill
+    from kafka_dr.lab.drill import FAULTS, format_table, run_drill
 
     for flag, v in (("--kill-trials", a.kill_trials), ("--soak-seconds", a.soak_seconds), ("--soak-batch", a.soak_batch)):
         if v <= 0:
             raise InvalidInput([f"{flag} {v:g}: must be positive"])
-    results = run_drill(a.dir, a.faults, a.kill_trials, a.soak_seconds, a.base_port, soak_batch=a.soak_batch)
+    faults = a.faults or [f for f in FAULTS if f != "soak"]
+    results = run_drill(a.dir, faults, a.kill_trials, a.soak_seconds, a.base_port, soak_batch=a.soak_batch)
     print(format_table(results))
     bad = [r for r in results if r.lost or r.duplicated]
     if bad:

@@ -52,6 +52,11 @@ def default_lab_dir() -> Path:
     return Path(os.environ.get("KAFKA_DR_LAB_DIR", ".lab")).resolve()
 
 
+def default_base_port() -> int:
+    """The first broker port of a new lab: ``$KAFKA_DR_LAB_BASE_PORT`` or 19092."""
+    return int(os.environ.get("KAFKA_DR_LAB_BASE_PORT") or 19092)
+
+
 def _listener_properties(c: LabCluster, keystore: Path | None) -> str:
     """Listeners: plain (PLAINTEXT on ``port``), or for a secure/proxied cluster a client
     listener (SASL_SSL or PLAINTEXT, advertised at the proxy when there is one) plus an
@@ -147,7 +152,7 @@ class Lab:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def up(self, count: int = 2, base_port: int = 19092, timeout: float = 90.0, secure: bool = False,
+    def up(self, count: int = 2, base_port: int | None = None, timeout: float = 90.0, secure: bool = False,
            proxied: tuple[str, ...] = ()) -> Path:
         """Start (or keep) ``count`` clusters; returns the written config file.
 
@@ -155,6 +160,7 @@ class Lab:
         certificate; the credentials are in ``<dir>/secrets.env`` (mode 600), the config
         refers to them as ``${env:...}``. ``proxied``: clusters whose clients are sent to a
         TCP proxy the caller runs on ``port+50`` (network-fault drills)."""
+        base_port = base_port or default_base_port()
         state = self._load()
         if state.get("clusters"):
             existing = len(state["clusters"])

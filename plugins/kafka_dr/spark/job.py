@@ -404,6 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         opts = job_options(a)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stdout)
+        logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are connection chatter
         summary = run_flow(opts)
         print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
         return 0

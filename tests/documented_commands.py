@@ -1,0 +1,121 @@
+"""Every command README.md and docs/*.md print, and how the suite proves it works as printed.
+
+A command is a line of a fenced code block that starts the way a user's command does
+(``.venv/bin/``, ``make``, ``spark-submit``, ``eval``, ``source``, ``export``). Each one is in
+``COMMANDS`` with how it is exercised:
+
+- ``RUN``: run as printed, as a subprocess, in a user's checkout (see test_documented_commands);
+- ``PARSED``: runs for many minutes (full benchmark, drills, soak): its arguments are parsed
+  and validated by the real command line, and its short version runs in the test named;
+- ``SESSION``: a line that sets the shell's state (``eval``, ``source``, ``export``) for the
+  commands after it in the same block; run with each of them;
+- ``SUITE``: ``make test``, this suite itself.
+
+tests/unit/test_docs_commands.py fails for a documented command that is not here, and for an
+entry here that no document prints any more.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+RUN, PARSED, SESSION, SUITE = "run", "parsed", "session", "suite"
+
+_COMMAND = re.compile(r"^(\.venv/bin/\S+|make|spark-submit|eval|source|export)( |$)")
+
+
+@dataclass(frozen=True)
+class Check:
+    how: str
+    last_line: str = ""  #: a regular expression the command's last line of output matches (stdout, else stderr)
+    exit_code: int = 0
+    covered_by: str = ""  #: PARSED: the test that runs its short version
+
+
+@dataclass(frozen=True)
+class Documented:
+    document: str
+    line: int
+    command: str
+    block: tuple[str, ...]  #: the commands before it in the same code block
+
+
+def strip_comment(line: str) -> str:
+    """The command without its trailing ``# ...`` comment (a ``#`` outside quotes after a space)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and i > 0 and line[i - 1] == " ":
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def documented() -> list[Documented]:
+    found = []
+    for doc in DOCUMENTS:
+        fence, block = False, []
+        for n, raw in enumerate(doc.read_text().splitlines(), 1):
+            if raw.lstrip().startswith("```"):
+                fence, block = not fence, []
+                continue
+            command = strip_comment(raw.strip())
+            if fence and _COMMAND.match(command):
+                found.append(Documented(doc.relative_to(REPO).as_posix(), n, command, tuple(block)))
+                block.append(command)
+    return found
+
+
+BENCH = "tests/integration/test_bench.py"
+DRILLS = "tests/integration/test_faults.py"
+
+COMMANDS: dict[str, Check] = {
+    # README: the front door
+    "make demo": Check(RUN, r"^Stop it with: \.venv/bin/kafka-dr lab down"),
+    "make test": Check(SUITE),
+    ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental":
+        Check(RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: completed$"),
+    "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west":
+        Check(RUN, r'^\{"kafka_dr.summary": \{"flow": "east_to_west"'),
+    ".venv/bin/kafka-dr lab up": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG=.*/\.lab/kafka-dr\.yaml$"),
+    ".venv/bin/kafka-dr lab up --clusters 3": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
+    ".venv/bin/kafka-dr lab status": Check(RUN, r"^west +127\.0\.0\.1:\d+ +\d+ +healthy"),
+    ".venv/bin/kafka-dr lab stop east": Check(RUN, r"^stopped east \(data kept\)$"),
+    ".venv/bin/kafka-dr lab start east": Check(RUN, r"^started east$"),
+    ".venv/bin/kafka-dr lab kill east": Check(RUN, r"^killed east$"),
+    ".venv/bin/kafka-dr lab down": Check(RUN, r"^lab stopped: .*/\.lab$"),
+    ".venv/bin/kafka-dr lab down --wipe": Check(RUN, r"^lab stopped and wiped: .*/\.lab$"),
+    'eval "$(.venv/bin/kafka-dr airflow env)"': Check(SESSION),
+    ".venv/bin/airflow db migrate": Check(RUN, r"Database migrating done!"),
+    ".venv/bin/airflow dags test dr_cluster_health": Check(RUN, r"DagRun Finished: dag_id=dr_cluster_health, .*state=success"),
+    ".venv/bin/airflow dags test dr_replicate_east_to_west":
+        Check(RUN, r"DagRun Finished: dag_id=dr_replicate_east_to_west, .*state=success"),
+    ".venv/bin/airflow dags test dr_heartbeat": Check(RUN, r"DagRun Finished: dag_id=dr_heartbeat, .*state=success"),
+    ".venv/bin/airflow dags test dr_topic_config_sync": Check(RUN, r"DagRun Finished: dag_id=dr_topic_config_sync, .*state=success"),
+    ".venv/bin/airflow dags test dr_schema_mirror": Check(RUN, r"DagRun Finished: dag_id=dr_schema_mirror, .*state=success"),
+    ".venv/bin/airflow dags test dr_preflight": Check(RUN, r"DagRun Finished: dag_id=dr_preflight, .*state=success"),
+    ".venv/bin/kafka-dr failover --from east --to west --dry-run --force": Check(RUN, r"^  active cluster would be: west$"),
+    # docs/benchmarks.md: minutes each; the quick run is the short version
+    ".venv/bin/kafka-dr bench": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --backlog-rounds 1": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --quick": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2eos,rawpipe": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/python -m kafka_dr.bench --quick": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 34092": Check(PARSED, covered_by=BENCH),
+    # docs/reliability.md: the drills run for minutes; the secure lab runs as printed
+    ".venv/bin/kafka-dr drill": Check(PARSED, covered_by=DRILLS),
+    ".venv/bin/kafka-dr drill soak --soak-seconds 600": Check(PARSED, covered_by=DRILLS),
+    ".venv/bin/kafka-dr drill kill-job --kill-trials 20 --dir .lab-drill --base-port 19892": Check(PARSED, covered_by=DRILLS),
+    ".venv/bin/kafka-dr lab up --secure --dir .lab-secure --base-port 19592": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
+    "source .lab-secure/secrets.env": Check(SESSION),
+    "export KAFKA_DR_CONFIG=.lab-secure/kafka-dr.yaml": Check(SESSION),
+    ".venv/bin/kafka-dr replicate --flow east_to_west --mode incremental": Check(RUN, r"^east_to_west: copied \d+ record\(s\)"),
+}
