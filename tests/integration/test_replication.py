@@ -235,3 +235,43 @@ def test_compacted_topic_with_offset_gaps_and_topic_configs(lab, lab_config, spa
 
     # set on the source topic, but excluded: the target's value is not a topic-level one
     assert conf["min.insync.replicas"].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+
+
+def test_records_deleted_before_the_first_run_are_reported_once(lab, lab_config, spark, tmp_path, topic_name, caplog):
+    """A source whose log start is past 0 when the flow first runs (retention, DeleteRecords):
+    the records below it were never replicated. The run copies the rest and succeeds, and says
+    so: a warning naming the offsets, and the metrics row counts them in lost_to_retention. A
+    second run has progress and says nothing more."""
+    import json
+    import logging
+
+    from confluent_kafka import TopicPartition
+
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=1)
+    produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(10)])
+    admin = clients.admin(east)  # referenced until its futures complete
+    for fut in admin.delete_records([TopicPartition(topic_name, 0, 4)], operation_timeout=30).values():
+        fut.result()
+    config = flow_config(lab, tmp_path, [topic_name], mode="incremental")
+    job = JobOptions(config=str(config), flow="east_to_west", mode="incremental")
+
+    with caplog.at_level(logging.WARNING, logger="kafka_dr.replicate"):
+        first = run_flow(job, spark=spark)
+    line = (f"flow east_to_west: 4 record(s) of east/{topic_name}[0] (offsets 0..3) were deleted on the source before they "
+            f"were replicated (counted in lost_to_retention)")
+    assert first.stopped_by == "completed" and first.restarts == 0
+    assert (first.written_by_topic[topic_name], first.lost_to_retention) == (6, 4)
+    assert line in first.warnings and line in caplog.messages
+    assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(4, 10)]
+    mtopic = metrics_topic(lab_config.internal_prefix)
+    rows = [json.loads(r.value) for r in read_topic(west, mtopic) if r.key == b"east_to_west"]
+    mine = [(r["start"], r["written"], r["lost_to_retention"], r["lost_first"], r["lost_last"]) for r in rows if r["topic"] == topic_name]
+    assert mine == [(4, 6, 4, 0, 3)]
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kafka_dr.replicate"):
+        second = run_flow(job, spark=spark)
+    assert second.stopped_by == "completed" and second.written_by_topic.get(topic_name, 0) == 0
+    said = [*second.warnings, *(r.getMessage() for r in caplog.records if r.name == "kafka_dr.replicate")]
+    assert second.lost_to_retention == 0 and not [m for m in said if topic_name in m]

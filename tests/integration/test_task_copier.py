@@ -267,6 +267,33 @@ def test_records_deleted_by_retention_before_the_copy_are_counted_as_lost(lab, t
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in [*range(40), *range(70, 100)]]
 
 
+def test_records_deleted_before_a_first_copy_are_counted_once_with_their_offsets(lab, tmp_path, topic_name, caplog):
+    """A first copy starts at the log start: what the source deleted below it was never
+    replicated. Counted in lost_to_retention with its offsets and logged, once per partition: the
+    copy starting again (partition 1 has nothing past its log start, so no progress) is quiet."""
+    cfg, flow = _flow(lab, tmp_path, topic_name, partitions=2)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(10)])
+    produce_all(clients.producer(east), topic_name, [(b"k", b"w%d" % i, [], None, 1) for i in range(3)])
+    admin = clients.admin(east)  # referenced until its futures complete
+    for fut in admin.delete_records([TopicPartition(topic_name, 0, 4), TopicPartition(topic_name, 1, 3)], operation_timeout=30).values():
+        fut.result()
+    copier = TaskCopier(cfg, flow)
+    try:
+        with caplog.at_level(logging.WARNING, logger="kafka_dr.kafka.first_run_gap"):
+            first = copier.copy(_specs(topic_name, 2), until=_until_progress(cfg, flow, topic_name, {0: 10}))
+            again = copier.copy(_specs(topic_name, 2), until=lambda: True)
+    finally:
+        copier.close()
+    lost = lambda results: [(r.partition, r.start, r.written, r.lost_to_retention, r.lost_first, r.lost_last) for r in results]
+    assert lost(first) == [(0, 4, 6, 4, 0, 3), (1, 3, 0, 3, 0, 2)]
+    assert lost(again) == [(0, 10, 0, 0, None, None), (1, 3, 0, 0, None, None)]
+    assert [r.getMessage().split(" (retention")[0] for r in caplog.records if r.name == "kafka_dr.kafka.first_run_gap"] == [
+        f"flow east_to_west: east/{topic_name}[0] records 0..3 were deleted on the source before this flow first copied the partition",
+        f"flow east_to_west: east/{topic_name}[1] records 0..2 were deleted on the source before this flow first copied the partition"]
+    assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(4, 10)]
+
+
 def test_a_progress_commit_of_the_task_id_that_no_transaction_owns_is_cleared(lab, tmp_path, topic_name):
     """The orphaned pending commit of test_faults (a target restart left it behind), here left
     by the task's id: the task copier clears it by itself, and so does the job's start."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset
+from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, first_run_gap, progress_group, resume_offset
 
 
 def test_progress_group():
@@ -94,3 +94,18 @@ def test_reset_resumes_right_after_the_last_copy():
 
     copies = {("orders", 0): ("east.orders", 41), ("orders", 1): None}
     assert lost_progress_starts("f", "west", copies, allow_reset=True) == {("orders", 0): 42}
+
+
+def test_a_first_copy_past_the_log_start_names_the_records_it_never_saw():
+    # DeleteRecords up to 4 before the flow's first run: 0..3 were never replicated
+    assert first_run_gap(None, 4, 4) == (0, 3)
+    assert first_run_gap(None, 1, 1) == (0, 0)
+    # the log start moved again before anything was committed: only what was not reported yet
+    assert first_run_gap(None, 9, 9, reported_until=4) == (4, 8)
+
+
+def test_no_first_run_gap_with_progress_a_later_start_or_nothing_deleted():
+    assert first_run_gap(7, 4, 7) is None  # committed progress: resume_offset's loss, if any
+    assert first_run_gap(None, 0, 0) is None  # the log starts at 0: nothing was deleted
+    assert first_run_gap(None, 4, 6) is None  # starts past the log start (resumed after copies found)
+    assert first_run_gap(None, 4, 4, reported_until=4) is None  # reported already

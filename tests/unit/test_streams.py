@@ -352,3 +352,22 @@ def test_only_a_single_task_copies_its_partitions_in_one_transaction(options, wh
     parts = reader.partitions({}, {"t": {"0": 5, "1": 7}})
     assert {p.whole for p in parts} == {whole}
     assert sorted(r[:2] for p in parts for r in p.ranges) == [("t", 0), ("t", 1)]
+
+
+def test_a_row_counts_records_lost_before_the_first_copy_once_with_their_offsets():
+    from kafka_dr.kafka.copier import RangeSpec
+
+    spec = RangeSpec("t", 0, 4, streams.OPEN, "t")
+    tally, lock = streams._Tally(spec, lambda s, pos: 0), threading.Lock()
+    result = RangeResult("f", "t", 0, "t", 4, 4, streams.OPEN)
+    result.add_lost(0, 3)  # the copier's first-run report, before its first commit
+    tally.committed(lock, result, 4, [])
+    result.read = result.written = 6
+    tally.committed(lock, result, 10, [])
+    first = tally.snapshot("f", 4)
+    assert (first["start"], first["end"], first["written"], first["lost_to_retention"], first["lost_first"], first["lost_last"]) == (
+        4, 10, 6, 4, 0, 3)
+    result.read = result.written = 8
+    tally.committed(lock, result, 12, [])
+    second = tally.snapshot("f", 10)
+    assert (second["start"], second["written"], second["lost_to_retention"], second["lost_first"]) == (10, 2, 0, None)

@@ -68,6 +68,22 @@ def resume_offset(committed: int | None, planned_start: int, log_start: int, all
     return max(planned_start, log_start)
 
 
+def first_run_gap(committed: int | None, log_start: int, start: int, reported_until: int = 0) -> tuple[int, int] | None:
+    """The offsets ``(first, last)`` the source deleted before this flow ever copied the
+    partition, or ``None``.
+
+    A first copy (no committed progress; the caller also makes sure the target holds no copy
+    of the partition) starts at the log start, so every record below it, from offset 0, was
+    gone before replication saw it (retention, DeleteRecords). It is lost like records deleted
+    after the flow had progress (:func:`resume_offset`), and reported, but it is no failure.
+    Not a gap: committed progress, a start past the log start (resumed after the copies found
+    with ``--reset-progress``), and offsets below ``reported_until`` (already reported).
+    """
+    if committed is not None or start > log_start or log_start <= reported_until:
+        return None
+    return reported_until, log_start - 1
+
+
 def lost_progress_starts(flow: str, target: str, copies: dict[tuple[str, int], tuple[str, int] | None], allow_reset: bool) -> dict[tuple[str, int], int]:
     """Decide where partitions *without* committed progress start, at the job's start.
 

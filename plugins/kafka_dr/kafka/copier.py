@@ -37,6 +37,7 @@ from kafka_dr.core.loop import Transform, router_for
 from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, task_transactional_id,
                                     transactional_id)
 from kafka_dr.kafka.clients import SecretResolver, client_config, connect_to_a_known_broker, one_shot_transactional_config
+from kafka_dr.kafka.first_run_gap import FirstRunGaps
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import ProgressUnstable, read_progress, unstable
 from kafka_dr.kafka.topic_admin import SETTLING
@@ -96,9 +97,17 @@ class RangeResult:
     dead_lettered: int = 0
     #: source records beyond this range when it finished (high watermark - end): how far behind
     lag: int = 0
+    #: the source offsets of the newest loss counted in ``lost_to_retention`` (inclusive), or None
+    lost_first: int | None = None
+    lost_last: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def add_lost(self, first: int, last: int) -> None:
+        """Count source offsets ``first..last`` as deleted on the source before they were replicated."""
+        self.lost_to_retention += last - first + 1
+        self.lost_first, self.lost_last = first, last
 
 
 def read_wait(chunk_seconds: float) -> float:
@@ -351,6 +360,7 @@ class RangeCopier:
         self._kept: tuple[str, int, int] | None = None  #: (topic, partition, next offset) still assigned after an open range
         self._meta: Consumer | None = None
         self.fence_task_streams = fence_task_streams
+        self.first_run_gaps = FirstRunGaps(cfg, flow, lambda s: last_copied_offset(cfg, flow, s.topic, s.target_topic, s.partition, resolve) is not None)
 
     # --- clients ---------------------------------------------------------------------
 
@@ -515,9 +525,10 @@ class RangeCopier:
         if partial is not None and partial.read == 0:
             result.start = start  # nothing copied before the redo: the copy really starts here
         if committed is not None and committed < low:
-            result.lost_to_retention += low - committed
+            result.add_lost(committed, low - 1)
             log.error("flow %s: %s[%d] records %d..%d were deleted on the source before they were replicated",
                       self.flow.name, spec.topic, spec.partition, committed, low - 1)
+        self.first_run_gaps.check(spec, committed, low, start, result)
         if on_commit is not None:
             on_commit(result, start, [])
         if start >= spec.end:

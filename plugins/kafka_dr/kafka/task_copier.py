@@ -251,6 +251,7 @@ class TaskCopier:
             r = results.get(key)
             if r is None:
                 r = results[key] = RangeResult(self.flow.name, s.topic, s.partition, s.target_topic, s.start, start, s.end)
+            self.helper.first_run_gaps.check(s, c, low, start, r)  # the helper's memory: a hand-off does not report it again
             parts[key] = _Part(s, r, start)
             if on_commit is not None:
                 on_commit(r, start, [])
@@ -386,6 +387,8 @@ class TaskCopier:
             res = p.result
             for name in ("read", "written", "filtered", "bytes", "lost_to_retention", "transactions", "dead_lettered"):
                 setattr(res, name, getattr(res, name) + getattr(r, name))
+            if r.lost_first is not None:
+                res.lost_first, res.lost_last = r.lost_first, r.lost_last
             p.position, p.first, p.counts, p.latencies = max(r.start, r.end), -1, [0, 0, 0, 0], []
             if on_commit is not None:
                 on_commit(res, p.position, [])

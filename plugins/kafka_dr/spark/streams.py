@@ -91,6 +91,7 @@ class _Tally:
         self._lag_at, self._lag_high = 0.0, 0  #: when the lag was last read, and the high watermark then
         self._result: RangeResult | None = None  #: the copy() result being counted
         self._seen = dict.fromkeys(COUNTERS, 0)  #: its counters already added to ``counts``
+        self.lost: tuple[int, int] | None = None  #: offsets (first, last) lost to retention since the previous row
 
     def committed(self, lock: threading.Lock, result: RangeResult, next_offset: int, latencies: list) -> None:
         now = time.monotonic()
@@ -102,6 +103,9 @@ class _Tally:
                 self._started, self.since = True, next_offset
             if result is not self._result:  # a new copy() (continued after a renewal, or redone)
                 self._result, self._seen = result, dict.fromkeys(COUNTERS, 0)
+            if result.lost_to_retention > self._seen["lost_to_retention"] and result.lost_first is not None:
+                first, last = result.lost_first, result.lost_last
+                self.lost = (first, last) if self.lost is None else (min(self.lost[0], first), max(self.lost[1], last))
             for k in COUNTERS:
                 v = getattr(result, k)
                 self.counts[k] += v - self._seen[k]
@@ -117,8 +121,9 @@ class _Tally:
         row = RangeResult(flow, self.spec.topic, self.spec.partition, self.spec.target_topic, planned_start,
                           self.since, self.position, **self.counts, lag=self.lag, seconds=now - self.taken_at,
                           latency_p50_ms=float(lat[len(lat) // 2]) if lat else None,
-                          latency_p99_ms=float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) if lat else None)
-        self.since, self.taken_at, self.latencies = self.position, now, []
+                          latency_p99_ms=float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) if lat else None,
+                          lost_first=self.lost[0] if self.lost else None, lost_last=self.lost[1] if self.lost else None)
+        self.since, self.taken_at, self.latencies, self.lost = self.position, now, [], None
         self.counts = dict.fromkeys(COUNTERS, 0)
         return row.to_dict()
 
