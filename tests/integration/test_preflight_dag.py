@@ -103,3 +103,29 @@ def test_config_parity_violation_named_and_exclusions_silence_it(lab, lab_config
     excluded = _config(lab, tmp_path, [rf"pf\.{uid}\..*"], exclude_topics=[rf"pf\.{uid}\.ledger"])
     assert run_preflight(excluded, None) == []
     assert _dag_state(excluded) == ("success", "success")
+
+
+def test_a_flow_that_selects_no_topic_is_a_warning_in_the_preflight_and_the_job(lab, spark, tmp_path, caplog):
+    """topics.allow matches nothing on the source: the flow would copy only heartbeats and stay
+    green. The pre-flight passes with a warning naming each such flow; the job succeeds, warning once."""
+    import logging
+
+    from kafka_dr.airflow.preflight_dag import preflight_or_fail
+    from kafka_dr.spark.job import JobOptions, run_flow
+
+    logging.getLogger().addHandler(caplog.handler)  # importing Airflow reconfigured logging without pytest's handler
+    cfg = _config(lab, tmp_path, ["nothing-matches-.*"])
+    e2w = ("flow east_to_west selects no topics on east (allow ['nothing-matches-.*']): it copies only heartbeats; "
+           "check topics.allow, or create the topics")
+    with caplog.at_level(logging.WARNING):
+        result = preflight_or_fail(cfg)
+    assert result["status"] == "ok"
+    assert [(w["flow"], w["source"]) for w in result["warnings"]] == [("east_to_west", "east"), ("west_to_east", "west")]
+    assert f"; 2 warning(s): {e2w}; flow west_to_east selects no topics on west" in result["summary"]
+    assert f"pre-flight warning: {e2w}" in caplog.messages
+
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        summary = run_flow(JobOptions(config=str(tmp_path / "kafka-dr.yaml"), flow="east_to_west", mode="incremental"), spark=spark)
+    assert summary.stopped_by == "completed" and summary.restarts == 0
+    assert summary.warnings == [e2w] and caplog.messages.count(e2w) == 1

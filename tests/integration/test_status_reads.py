@@ -50,6 +50,8 @@ def test_reads_state_dq_and_health_and_reports_the_silent_cluster(lab_config):
     assert (got["state"].version, got["state"].active_cluster, got["state"].failed_clusters) == (5, "west", ("east",))
     assert got["dq"]["run_id"] == "dq-2000" and got["dq"]["failed"] == ["orders[0]"]
     assert got["read_errors"] == {}
+    # the flows' sources' topic names, for the "selects no topics" judgement (north is no source)
+    assert set(got["topics"]) == {"east", "west"} and dq_results_topic(cfg) in got["topics"]["west"]
 
     report = build_status(cfg, health, got["state"], got["heartbeats"], got["metrics"], got["dq"], {}, int(time.time() * 1000))
     texts = [a.text for a in report.alerts]

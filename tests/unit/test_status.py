@@ -123,3 +123,20 @@ def test_chart_without_points_says_so_and_scales_to_the_largest_value():
     assert "No replication batches" in latency_svg({})
     svg = latency_svg({"a": [(0, 100.0), (1000, 2000.0)]}, width=100, height=60)
     assert svg.startswith("<svg") and "2000 ms" in svg and 'points="56.0,31.0 88.0,12.0"' in svg
+
+
+def test_a_flow_that_selects_no_topic_on_its_source_is_flagged_in_its_row():
+    # east holds orders; west holds only the product's topics: west_to_east copies heartbeats only
+    topics = {"east": ["orders", "_kafka_dr.heartbeats"], "west": ["_kafka_dr.heartbeats", "_kafka_dr.metrics"]}
+    report = build_status(CFG, UP, DrState(), HEALTHY_BEATS, METRICS, None, {}, NOW, topics=topics)
+    e2w, w2e = report.flows
+    assert (e2w.selected_topics, w2e.selected_topics) == (1, 0)
+    assert [(a.level, a.text) for a in report.alerts] == [
+        ("warning", "flow west_to_east selects no topics on west (allow ['orders']): it copies only heartbeats; "
+                    "check topics.allow, or create the topics")]
+    html = render(report, None, [], {})
+    row = html[html.index('<tr data-flow="west_to_east">'):]
+    assert "SELECTS NO TOPICS" in row[:row.index("</tr>")] and html.count("SELECTS NO TOPICS") == 1
+    # a source that was not read is not judged
+    unread = build_status(CFG, UP, DrState(), HEALTHY_BEATS, METRICS, None, {}, NOW, topics={"east": ["orders"]})
+    assert unread.flows[1].selected_topics is None and unread.alerts == ()

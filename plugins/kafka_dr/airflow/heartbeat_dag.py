@@ -4,10 +4,14 @@ latency). A flow older than ``thresholds.heartbeat_max_age_seconds``, with no he
 all, or with a heartbeat that came back to its own cluster (a loop) fails the run and alerts.
 
 The figures are returned as XCom and written to ``<prefix>.metrics`` on each target (key
-``heartbeat:<flow>``), where the status page reads them.
+``heartbeat:<flow>``), where the status page reads them. A flow that selects no data topic on
+its source (its heartbeats still arrive, so it looks healthy) is warned of in the task log and
+under the flow's ``warnings`` in the XCom; that fails nothing.
 """
 
 from __future__ import annotations
+
+import logging
 
 import pendulum
 from airflow.sdk import DAG, task
@@ -16,6 +20,8 @@ from kafka_dr.airflow.dag_config import kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig
 
+log = logging.getLogger(__name__)
+
 
 def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
     """Measure every enabled flow; raise naming each late, silent or looping flow."""
@@ -23,6 +29,7 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
 
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.heartbeats import measure
+    from kafka_dr.kafka.selection import read_selections
     from kafka_dr.spark.job import metrics_topic
 
     results, problems = {}, []
@@ -34,7 +41,7 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
         except Exception as e:  # noqa: BLE001 - one unreachable target must not hide the others
             problems.append(f"{flow.name}: cannot read heartbeats on {flow.target}: {e}")
             continue
-        results[flow.name] = lat.to_dict()
+        results[flow.name] = {**lat.to_dict(), "warnings": []}
         try:
             p = clients.producer(cfg.cluster(flow.target), resolve)
             p.produce(metrics_topic(cfg.internal_prefix), key=f"heartbeat:{flow.name}".encode(), value=json.dumps(lat.to_dict()).encode())
@@ -50,6 +57,13 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
             )
         if lat.loops:
             problems.append(f"{flow.name}: {lat.loops} heartbeat(s) of {flow.target} came back to it: a replication loop")
+    empty, unread = read_selections(cfg, resolve)
+    for e in empty:
+        log.warning("%s", e)
+        if e.flow in results:
+            results[e.flow]["warnings"].append(str(e))
+    for cluster, why in unread.items():
+        log.info("topic selections of the flows from %s not checked: %s", cluster, why)
     if problems:
         raise RuntimeError("replication heartbeats failed:\n  - " + "\n  - ".join(problems))
     return results

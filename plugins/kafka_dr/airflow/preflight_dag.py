@@ -3,7 +3,8 @@
 One task gathers topic metadata from every cluster of the enabled flows and runs the rules of
 :mod:`kafka_dr.core.preflight` (``replicate``, ``filter``, ``config``, ``cascade``). It fails
 listing every violation (rule, flow, topic, why), without retrying: a violation is a
-configuration problem, not a transient one. Otherwise it returns an "ok" summary.
+configuration problem, not a transient one. Otherwise it returns an "ok" summary, with its
+warnings: flows that select no data topic on their source (:mod:`kafka_dr.core.selection`).
 
 :func:`run_preflight` is the same check for the replication DAGs to call before they start
 a flow. See docs/operations.md, "Pre-flight validation".
@@ -36,10 +37,15 @@ def run_preflight(cfg: DrConfig, resolve=None) -> list[Violation]:
 
 def preflight_or_fail(cfg: DrConfig, resolve=None) -> dict:
     """Run the pre-flight; raise ``AirflowFailException`` (no retry) listing every violation,
-    else return an ok summary."""
+    else return an ok summary. Warnings (a flow that selects no topic) are logged and returned
+    under ``warnings``; they fail nothing."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    violations = run_preflight(cfg, resolve)
+    from kafka_dr.kafka.preflight import findings
+
+    violations, warnings = findings(cfg, resolve)
+    for w in warnings:
+        log.warning("pre-flight warning: %s", w)
     if violations:
         log.error("%s", format_violations(violations))
         raise AirflowFailException(str(PreflightFailed(violations)))
@@ -47,8 +53,10 @@ def preflight_or_fail(cfg: DrConfig, resolve=None) -> dict:
     summary = f"ok: {len(RULES)} rules ({', '.join(RULES)}) hold for {len(flows)} enabled flows ({', '.join(flows) or 'none'})"
     if cfg.preflight.exclude_topics:
         summary += f"; topics excluded: {', '.join(cfg.preflight.exclude_topics)}"
+    if warnings:
+        summary += f"; {len(warnings)} warning(s): " + "; ".join(map(str, warnings))
     log.info("%s", summary)
-    return {"status": "ok", "rules": list(RULES), "flows": flows, "summary": summary}
+    return {"status": "ok", "rules": list(RULES), "flows": flows, "summary": summary, "warnings": [w.to_dict() for w in warnings]}
 
 
 def build_preflight_dag(cfg: DrConfig) -> DAG:

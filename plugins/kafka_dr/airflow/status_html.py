@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from html import escape
 
+from kafka_dr.core.selection import SELECTS_NO_TOPICS
 from kafka_dr.core.status import SYNC_DAGS, StatusReport
 
 COLORS = {"ok": "#1b7f3b", "warning": "#b26a00", "critical": "#c62828", "unknown": "#616161"}
@@ -163,6 +164,8 @@ def render(report: StatusReport, docs_url: str | None, recent_operations: list[d
             state = _badge(f.blocked.upper(), "critical")
         else:
             state = _badge(f.heartbeat_status.upper(), {"ok": "ok", "late": "warning", "missing": "warning"}.get(f.heartbeat_status, "unknown"))
+        if f.enabled and f.selected_topics == 0:  # its heartbeats arrive, yet it copies no data
+            state += f'<div class="selection">{_badge(SELECTS_NO_TOPICS.upper(), "warning")}</div>'
         hb_age = "—" if f.heartbeat_age_seconds is None else f"{f.heartbeat_age_seconds:.1f} s"
         lag = "—" if f.lag_records is None else f"{f.lag_records:,}"
         out.append(f'<tr data-flow="{e(f.name)}"><td><b>{e(f.name)}</b></td><td>{e(f.source)} → {e(f.target)}</td><td>{state}</td>'

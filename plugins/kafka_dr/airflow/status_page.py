@@ -128,7 +128,7 @@ def collect(read_timeout: float = 5.0) -> tuple:
         errors["Airflow metadata database"] = f"{type(e).__name__}: {e}"
         runs, ops = {}, []
     report = build_status(cfg, inputs["health"], inputs["state"], inputs["heartbeats"], inputs["metrics"], inputs["dq"], runs,
-                          int(time.time() * 1000))
+                          int(time.time() * 1000), topics=inputs["topics"])
     return report, ops, errors
 
 

@@ -16,7 +16,10 @@ Inputs:
   latency_p99_ms, batch, at_ms``), oldest first;
 - ``dq``: the newest data-quality record (``run_id, ts_ms, success, failed, checked_partitions,
   docs_path``) or ``None``;
-- ``runs``: ``{dag_id: {"state", "end_ms", "run_id"} | None}`` for the periodic DAGs.
+- ``runs``: ``{dag_id: {"state", "end_ms", "run_id"} | None}`` for the periodic DAGs;
+- ``topics``: ``{cluster: [topic names]}`` of the flows' sources that could be read; a flow
+  whose selection matches none of its source's data topics is flagged
+  (:mod:`kafka_dr.core.selection`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.dr_state import DrState
 from kafka_dr.core.heartbeat import FlowLatency
+from kafka_dr.core.selection import empty_selection, selected_data_topics
 
 #: The periodic DAGs whose last run the page shows, with the words it uses for them.
 SYNC_DAGS = {
@@ -67,6 +71,7 @@ class FlowStatus:
     last_batch_ms: int | None
     written_last_batch: int | None
     blocked: str | None = None  #: "source down" | "target down": the flow cannot run now
+    selected_topics: int | None = None  #: data topics the flow selects on its source (None: not read)
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,8 @@ def _max(values) -> float | None:
 
 
 def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState, heartbeats: dict[str, FlowLatency | None],
-                 metrics: list[dict], dq: dict | None, runs: dict[str, dict | None], now_ms: int) -> StatusReport:
+                 metrics: list[dict], dq: dict | None, runs: dict[str, dict | None], now_ms: int,
+                 topics: dict[str, list[str]] | None = None) -> StatusReport:
     """Judge everything read into one report; see the module doc for the inputs."""
     alerts: list[Alert] = []
     th = cfg.thresholds
@@ -169,6 +175,7 @@ def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState
         p99 = _max(r.get("latency_p99_ms") for r in batch)
         down = lambda name: name in health and not health[name].reachable  # noqa: E731
         blocked = "source down" if down(f.source) else "target down" if down(f.target) else None
+        names = (topics or {}).get(f.source)
         fs = FlowStatus(
             blocked=blocked, name=f.name, source=f.source, target=f.target, enabled=f.enabled, stopped=stopped,
             heartbeat_status=hb.status if hb else "unknown", heartbeat_age_seconds=hb.age_seconds if hb else None,
@@ -176,6 +183,7 @@ def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState
             latency_p50_ms=_max(r.get("latency_p50_ms") for r in batch), latency_p99_ms=p99,
             last_batch_ms=max((r["at_ms"] for r in batch), default=None),
             written_last_batch=_sum(r.get("written") for r in batch),
+            selected_topics=None if names is None else len(selected_data_topics(cfg, f, names)),
         )
         flows.append(fs)
         if not f.enabled or stopped:
@@ -184,6 +192,8 @@ def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState
             alerts.append(Alert("warning", f"flow {f.name}: newest heartbeat is {hb.age_seconds:.0f}s old (max {th.heartbeat_max_age_seconds:.0f}s)"))
         elif hb is not None and hb.status == "missing":
             alerts.append(Alert("warning", f"flow {f.name}: no heartbeat from {f.source} has reached {f.target}"))
+        if fs.selected_topics == 0:
+            alerts.append(Alert("warning", str(empty_selection(cfg, f, names))))
         if hb is not None and hb.loops:
             alerts.append(Alert("critical", f"flow {f.name}: {hb.loops} heartbeat(s) of {f.target} came back to it: a replication loop"))
         if lag is not None and lag > th.replication_lag_max_records:

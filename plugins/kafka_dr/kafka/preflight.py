@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.preflight import Metadata, Violation, validate
+from kafka_dr.core.selection import EmptySelection, empty_selections
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config
 from kafka_dr.kafka.topic_admin import describe_topic_configs, topic_partitions
 
@@ -62,3 +63,10 @@ def gather_metadata(cfg: DrConfig, resolve: SecretResolver | None = None) -> Met
 def run(cfg: DrConfig, resolve: SecretResolver | None = None) -> list[Violation]:
     """Every violation of every rule on the clusters as they are now (exclusions applied)."""
     return validate(cfg, gather_metadata(cfg, resolve))
+
+
+def findings(cfg: DrConfig, resolve: SecretResolver | None = None) -> tuple[list[Violation], list[EmptySelection]]:
+    """(violations, warnings) from one gathering: the warnings are enabled flows that select no
+    data topic on their source (:mod:`kafka_dr.core.selection`), which do not stop a flow."""
+    metadata = gather_metadata(cfg, resolve)
+    return validate(cfg, metadata), empty_selections(cfg, metadata)

@@ -84,8 +84,10 @@ def read_json_tail(cfg: DrConfig, cluster: str, topic: str, tail: int, resolve: 
 def read_status_inputs(cfg: DrConfig, resolve: SecretResolver | None = None, probe_timeout: float = 3.0,
                        read_timeout: float = 5.0, metrics_tail: int = 600) -> dict:
     """Everything :func:`~kafka_dr.core.status.build_status` needs from the clusters:
-    ``health, state, heartbeats, metrics, dq``, plus ``read_errors`` ({what: message})."""
+    ``health, state, heartbeats, metrics, dq, topics`` (the flows' reachable sources' topic
+    names), plus ``read_errors`` ({what: message})."""
     from kafka_dr.kafka.heartbeats import measure
+    from kafka_dr.kafka.selection import topic_names
     from kafka_dr.kafka.state_store import read_one
     from kafka_dr.spark.job import metrics_topic
 
@@ -110,11 +112,15 @@ def read_status_inputs(cfg: DrConfig, resolve: SecretResolver | None = None, pro
         targets = sorted({f.target for f in cfg.flows if f.target in up})
         metric_reads = [pool.submit(guarded, f"metrics on {t}", read_json_tail, cfg, t, mtopic, metrics_tail, resolve, read_timeout)
                         for t in targets]
+        sources = sorted({f.source for f in cfg.flows if f.source in up})
+        topic_reads = {n: pool.submit(guarded, f"topics on {n}", topic_names, cfg, n, resolve, read_timeout) for n in sources}
         dq_reads = [pool.submit(guarded, f"data-quality results on {n}", read_json_tail, cfg, n, dq_results_topic(cfg), 5, resolve,
                                 read_timeout) for n in up]
         state: DrState = newest([s.result() for s in states.values()])
         heartbeats: dict[str, FlowLatency | None] = {name: fut.result() for name, fut in beats.items()}
         metrics = sorted((r for fut in metric_reads for r in (fut.result() or [])), key=lambda r: r.get("at_ms") or 0)
         dq_rows = [r for fut in dq_reads for r in (fut.result() or []) if isinstance(r.get("ts_ms"), int)]
+        topics = {n: names for n, fut in topic_reads.items() if (names := fut.result()) is not None}
     dq = max(dq_rows, key=lambda r: r["ts_ms"]) if dq_rows else None
-    return {"health": health, "state": state, "heartbeats": heartbeats, "metrics": metrics, "dq": dq, "read_errors": errors}
+    return {"health": health, "state": state, "heartbeats": heartbeats, "metrics": metrics, "dq": dq, "topics": topics,
+            "read_errors": errors}
