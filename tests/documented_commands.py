@@ -82,7 +82,7 @@ COMMANDS: dict[str, Check] = {
     "make test": Check(SUITE),
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental":
         Check(RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: completed$"),
-    "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west":
+    "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental":
         Check(RUN, r'^\{"kafka_dr.summary": \{"flow": "east_to_west"'),
     ".venv/bin/kafka-dr lab up": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG=.*/\.lab/kafka-dr\.yaml$"),
     ".venv/bin/kafka-dr lab up --clusters 3": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
@@ -95,8 +95,6 @@ COMMANDS: dict[str, Check] = {
     'eval "$(.venv/bin/kafka-dr airflow env)"': Check(SESSION),
     ".venv/bin/airflow db migrate": Check(RUN, r"Database migrating done!"),
     ".venv/bin/airflow dags test dr_cluster_health": Check(RUN, r"DagRun Finished: dag_id=dr_cluster_health, .*state=success"),
-    ".venv/bin/airflow dags test dr_replicate_east_to_west":
-        Check(RUN, r"DagRun Finished: dag_id=dr_replicate_east_to_west, .*state=success"),
     ".venv/bin/airflow dags test dr_heartbeat": Check(RUN, r"DagRun Finished: dag_id=dr_heartbeat, .*state=success"),
     ".venv/bin/airflow dags test dr_topic_config_sync": Check(RUN, r"DagRun Finished: dag_id=dr_topic_config_sync, .*state=success"),
     ".venv/bin/airflow dags test dr_schema_mirror": Check(RUN, r"DagRun Finished: dag_id=dr_schema_mirror, .*state=success"),

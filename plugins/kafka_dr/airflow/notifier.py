@@ -1,4 +1,4 @@
-"""Alerts: an Airflow notifier that sends to the config's e-mail (SMTP) and webhook.
+"""Alerts from Airflow: a notifier over the plain senders of :mod:`kafka_dr.alerts`.
 
 Used as ``on_failure_callback`` of the DAGs that watch the clusters (heartbeats, data
 quality). The message says which DAG and task failed, the failure's own message (which names
@@ -8,14 +8,11 @@ SMTP password) are resolved only when sending; neither channel ever carries clie
 
 from __future__ import annotations
 
-import json
 import logging
-import smtplib
-import urllib.request
-from email.message import EmailMessage
 
 from airflow.sdk import BaseNotifier
 
+from kafka_dr.alerts import send_all, send_email, send_webhook
 from kafka_dr.core.config import Alerts
 
 log = logging.getLogger(__name__)
@@ -31,29 +28,6 @@ def alert_text(context) -> tuple[str, str, dict]:
     body = f"{subject}\nrun: {run_id}\n\n{error}\n"
     payload = {"source": "kafka-dr", "dag_id": dag_id, "task_id": task_id, "run_id": run_id, "error": str(error)}
     return subject, body, payload
-
-
-def send_webhook(url: str, payload: dict, timeout: float = 10.0) -> None:
-    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - configured http(s) URL
-        if resp.status >= 300:
-            raise RuntimeError(f"webhook answered HTTP {resp.status}")
-
-
-def send_email(alerts: Alerts, subject: str, body: str, resolve=None) -> None:
-    e = alerts.email
-    msg = EmailMessage()
-    msg["Subject"], msg["From"], msg["To"] = subject, e.sender, ", ".join(e.to)
-    msg.set_content(body)
-    with smtplib.SMTP(e.smtp_host, e.smtp_port, timeout=15) as smtp:
-        if e.starttls:
-            smtp.starttls()
-        if e.username:
-            password = e.password
-            if password is not None and not isinstance(password, str):
-                password = (resolve or _resolver())(password)
-            smtp.login(e.username, password or "")
-        smtp.send_message(msg)
 
 
 def _resolver():
@@ -72,16 +46,7 @@ class KafkaDrNotifier(BaseNotifier):
 
     def notify(self, context) -> None:
         subject, body, payload = alert_text(context)
-        if self.alerts.webhook is not None:
-            try:
-                send_webhook(self.alerts.webhook.url, payload)
-            except Exception as e:  # noqa: BLE001 - one channel failing must not silence the other
-                log.error("kafka-dr alert: webhook failed: %s", e)
-        if self.alerts.email is not None:
-            try:
-                send_email(self.alerts, subject, body)
-            except Exception as e:  # noqa: BLE001
-                log.error("kafka-dr alert: e-mail via %s:%s failed: %s", self.alerts.email.smtp_host, self.alerts.email.smtp_port, e)
+        send_all(self.alerts, subject, body, payload, _resolver())
 
 
 def announce(alerts: Alerts, event: str, subject: str, text: str, summary: dict) -> dict:
@@ -95,7 +60,7 @@ def announce(alerts: Alerts, event: str, subject: str, text: str, summary: dict)
     if alerts.webhook:
         send_webhook(alerts.webhook.url, {"source": "kafka-dr", "event": event, "summary": summary})
     if alerts.email:
-        send_email(alerts, subject, text)
+        send_email(alerts, subject, text, _resolver())
     return summary
 
 

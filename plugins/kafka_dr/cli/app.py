@@ -42,4 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     for flag in ("debug", "verbose", "json"):
         setattr(args, flag, getattr(args, flag, False))
+    from kafka_dr.cli.console import quiet_chatter
+
+    quiet_chatter(args.verbose)
     return run_entry(f"kafka-dr {args.cmd}", lambda: args.handler(args), args.debug)

@@ -35,6 +35,17 @@ def setup_logging(level: int) -> None:
     logging.basicConfig(level=level, format=FORMAT, stream=sys.stdout, force=True)
 
 
+def quiet_chatter(verbose: bool) -> None:
+    """Unless verbose, py4j and librdkafka log nowhere but to a command's log file (what a
+    failure means reaches the user as the command's own error line)."""
+    if verbose:
+        return
+    for name in QUIET_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+
+
 def _route_chatter(path: Path) -> None:
     """py4j (which logs a whole traceback for a failed micro-batch, already reported in one line
     by the job) and librdkafka's transient warnings go to the log file only."""

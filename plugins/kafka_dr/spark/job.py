@@ -266,22 +266,9 @@ def alert_restart(cfg, flow: str, reason: str, restart: int, max_restarts: int, 
     body = f"{subject}\n\n{reason}\n"
     payload = {"source": "kafka-dr", "flow": flow, "event": "restart", "restart": restart, "max_restarts": max_restarts,
                "backoff_seconds": backoff, "error": reason}
-    try:
-        from kafka_dr.airflow.notifier import send_email, send_webhook
-        from kafka_dr.core.secret_refs import env_resolver
-    except ImportError as e:  # a Spark cluster without Airflow installed: the log line above stays
-        log.warning("flow %s: cannot send restart alerts here (%s)", flow, e)
-        return
-    if cfg.alerts.webhook is not None:
-        try:
-            send_webhook(cfg.alerts.webhook.url, payload)
-        except Exception as e:  # noqa: BLE001 - alerting must not break the job
-            log.error("kafka-dr alert: webhook failed: %s", e)
-    if cfg.alerts.email is not None:
-        try:
-            send_email(cfg.alerts, subject, body, resolve=env_resolver())
-        except Exception as e:  # noqa: BLE001
-            log.error("kafka-dr alert: e-mail via %s:%s failed: %s", cfg.alerts.email.smtp_host, cfg.alerts.email.smtp_port, e)
+    from kafka_dr.alerts import send_all
+
+    send_all(cfg.alerts, subject, body, payload)
 
 
 def failure_reason(error: BaseException, flow: str) -> str:
