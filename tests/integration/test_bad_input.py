@@ -72,6 +72,7 @@ def test_every_restart_is_alerted(lab, spark, tmp_path, topic_name):
 def test_record_too_large_stops_the_flow_naming_the_record(lab, lab_config, spark, tmp_path, topic_name):
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     _big_source_topic(east, topic_name)
+    ensure_topic(clients.admin(west), topic_name, partitions=1)  # the default limit: the job would give it the source's 4 MB
     config = flow_config(lab, tmp_path, [topic_name])
     with pytest.raises(RuntimeError) as info:
         run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
@@ -101,6 +102,7 @@ def test_dead_letter_topic_sets_refused_records_aside(lab, spark, tmp_path, topi
     cfg = load_config(doc_path)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     _big_source_topic(east, topic_name)
+    ensure_topic(clients.admin(west), topic_name, partitions=1)  # the default limit: the job would give it the source's 4 MB
     run_flow(JobOptions(config=str(doc_path), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
     copied = read_topic(west, topic_name)
     assert [r.value for r in copied] == [b"small-0", b"small-1", b"small-3"]

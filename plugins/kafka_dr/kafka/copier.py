@@ -34,12 +34,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import Transform, router_for
+from kafka_dr.core.record_batch import own_batch_bytes
 from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, task_transactional_id,
                                     transactional_id)
 from kafka_dr.kafka.clients import SecretResolver, client_config, connect_to_a_known_broker, one_shot_transactional_config
 from kafka_dr.kafka.first_run_gap import FirstRunGaps
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import ProgressUnstable, read_progress, unstable
+from kafka_dr.kafka.refusals import Chunk
+from kafka_dr.kafka.target_limits import RESIZES, TargetLimits, size_refusal
 from kafka_dr.kafka.topic_admin import SETTLING
 
 log = logging.getLogger(__name__)
@@ -227,24 +230,6 @@ def producer_lost(e: BaseException) -> bool:
 
 
 @dataclass
-class _Chunk:
-    first_offset: int
-    #: when set, every record carries its own delivery callback naming its source offset
-    #: (a seed map needs the target offsets; a refusal needs the refused record's offset)
-    precise: bool = False
-    error: KafkaError | None = None
-    error_offset: int = -1  #: -1: a record was refused but the chunk was not precise, so which one is unknown
-    pairs: list = field(default_factory=list)  #: (source offset, target offset), when a seed map is kept
-
-    def delivered(self, src: int, err: KafkaError | None, msg) -> None:
-        if err is not None:
-            if self.error is None:
-                self.error, self.error_offset = err, src
-        else:
-            self.pairs.append((src, msg.offset()))
-
-
-@dataclass
 class Reports:
     """What one producer's callbacks reported: the first delivery failure of the current chunk
     (error-only delivery reports) and the first lost connection to the target."""
@@ -272,7 +257,7 @@ def transactional_producer(cfg: DrConfig, flow: FlowConfig, resolve: SecretResol
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 10,
-            "batch.size": 1_000_000,
+            "batch.size": 1_000_000,  # the copiers size it to the target topics' limits (target_limits.producer_sizing)
             "compression.type": "lz4",
             "transaction.timeout.ms": 60_000,
             "delivery.timeout.ms": 60_000,  # a refused or unreachable target surfaces within a minute
@@ -331,6 +316,7 @@ class RangeCopier:
         keep_timestamp: Callable[[int], bool] | None = None,
         seed_map_topic: str | None = None,
         fence_task_streams: bool = True,
+        limits: TargetLimits | None = None,
     ) -> None:
         """:param transform: replaces the flow's loop-policy transform (failback's re-seed).
         :param keep_timestamp: records whose timestamp it refuses are filtered (a time window).
@@ -339,7 +325,8 @@ class RangeCopier:
         :param fence_task_streams: fence the flow's streaming-task transactional id with every
             new producer (:func:`fence`); off only for a task copier's own helper.
         :param consumer_overrides: settings of the source consumer (streaming copies:
-            :func:`streaming_fetch`)."""
+            :func:`streaming_fetch`).
+        :param limits: the target topics' size limits, shared with a task copier (read here otherwise)."""
         self.cfg = cfg
         self.flow = flow
         self.resolve = resolve
@@ -356,6 +343,8 @@ class RangeCopier:
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self._producers: dict[tuple[str, int], Producer] = {}
         self._reports: dict[tuple[str, int], Reports] = {}  #: what each producer's callbacks reported
+        self.limits = limits or TargetLimits(cfg.cluster(flow.target), resolve)
+        self._sizing: dict[tuple[str, int], dict[str, int]] = {}  #: the batch sizing each producer was built with
         self._source: Consumer | None = None
         self._kept: tuple[str, int, int] | None = None  #: (topic, partition, next offset) still assigned after an open range
         self._meta: Consumer | None = None
@@ -364,8 +353,8 @@ class RangeCopier:
 
     # --- clients ---------------------------------------------------------------------
 
-    def _producer(self, topic: str, partition: int) -> Producer:
-        key = (topic, partition)
+    def _producer(self, spec: RangeSpec) -> Producer:
+        topic, partition = key = (spec.topic, spec.partition)
         p = self._producers.get(key)
         if p is None:
             if self.fence_task_streams:
@@ -376,11 +365,28 @@ class RangeCopier:
                 # and whichever copies next reads committed progress after the fencing.
                 fence(self.cfg, self.flow, self.resolve, [task_transactional_id(self.cfg.internal_prefix, self.flow.name)])
             reports = self._reports[key] = Reports()
+            sizing = self.limits.sizing(self._written_topics(spec))  # batches within the topics' max.message.bytes
             p = transactional_producer(self.cfg, self.flow, self.resolve,
                                        transactional_id(self.cfg.internal_prefix, self.flow.name, topic, partition), reports,
-                                       every_report=self.seed_map_topic is not None, overrides=self.producer_overrides)
-            self._producers[key] = p
+                                       every_report=self.seed_map_topic is not None, overrides={**sizing, **self.producer_overrides})
+            self._producers[key], self._sizing[key] = p, sizing
         return p
+
+    def _written_topics(self, spec: RangeSpec) -> list[str]:
+        return [spec.target_topic, *(t for t in (self.flow.dead_letter_topic, self.seed_map_topic) if t)]
+
+    def _resized(self, spec: RangeSpec) -> bool:
+        """After a refusal for size: read the limits again; when they changed since the
+        partition's producer sized its batches, drop it (the next one sizes them again)."""
+        topics = self._written_topics(spec)
+        self.limits.refresh(topics)
+        sizing = self.limits.sizing(topics)
+        if sizing == self._sizing.get((spec.topic, spec.partition)):
+            return False
+        log.warning("flow %s: %s/%s's max.message.bytes changed while copying %s[%d]; batches sized again (%s)", self.flow.name,
+                    self.flow.target, spec.target_topic, spec.topic, spec.partition, sizing)
+        self._drop_producer(spec.topic, spec.partition)
+        return True
 
     def _drop_producer(self, topic: str, partition: int) -> None:
         discard(self._producers.pop((topic, partition), None))
@@ -429,7 +435,7 @@ class RangeCopier:
         """The committed next source offset for this partition, or ``None`` if none; an orphaned
         pending commit is cleared with the partition's producer (:func:`read_progress`)."""
         pair = (spec.topic, spec.target_topic, spec.partition)
-        return read_progress(self.cfg, self.flow, self._progress_consumer(), lambda: self._producer(spec.topic, spec.partition),
+        return read_progress(self.cfg, self.flow, self._progress_consumer(), lambda: self._producer(spec),
                              [pair], self.resolve)[pair]
 
     # --- the copy ----------------------------------------------------------------------
@@ -510,7 +516,7 @@ class RangeCopier:
         out of range" (``auto.offset.reset=error``, so the consumer never skips silently). The
         common case, committed progress inside the log, costs no round trip for it: a
         micro-batch of a continuous flow is mostly such fixed costs."""
-        producer = self._producer(spec.topic, spec.partition)  # fences zombies first
+        producer = self._producer(spec)  # fences zombies first
         source = self._source_consumer()
         committed = self.committed(spec)
         if committed is None and log_start is None:
@@ -566,19 +572,23 @@ class RangeCopier:
                     until: Callable[[], bool] | None = None, on_commit: OnCommit | None = None) -> tuple[list[int], int]:
         """Copy ``[start, end)`` in transactions of at most ``chunk_records``/``chunk_seconds``.
 
-        A chunk the target refuses is aborted whole and redone *precisely* (each record with
-        its own delivery callback) to learn which record it was. Without a dead-letter topic
-        the copy then stops, naming the record. With one, the refused offset is remembered and
-        the chunk is redone from its first offset, routing that record to the dead-letter topic.
+        A chunk the target refuses is aborted whole and redone. Refused for size while the
+        topic's limit changed since the producer sized its batches: a fresh producer sizes them
+        again (:meth:`_resized`). Otherwise the redo is *precise* (each record with its own
+        delivery callback) to learn which record is to blame (:class:`~kafka_dr.kafka.refusals.Chunk`).
+        Without a dead-letter topic the copy then stops, naming the record. With one, the refused
+        offset is remembered and the chunk is redone from its first offset, routing that record
+        to the dead-letter topic.
         """
+        key = (spec.topic, spec.partition)
         group_meta = self._progress_consumer().consumer_group_metadata()
-        failures = self._reports[(spec.topic, spec.partition)].failures
+        failures = self._reports[key].failures
         latencies: list[int] = []
         dead: dict[int, str] = {}
         next_offset = start
-        done, precise = False, self.seed_map_topic is not None
+        done, precise, resized = False, self.seed_map_topic is not None, 0
         while not done and not (until is not None and until()):
-            chunk = _Chunk(first_offset=next_offset, precise=precise)
+            chunk = Chunk(first_offset=next_offset, precise=precise, limit=self.limits.limit(spec.target_topic) if precise else None)
             failures.clear()
             producer.begin_transaction()
             with gc_paused():  # the loop makes no cycles; the collector walking its batches was 17% of it
@@ -586,14 +596,24 @@ class RangeCopier:
             if next_offset == chunk.first_offset and not failures:
                 producer.commit_transaction(30)  # nothing read (an idle open range): an empty transaction ends locally
                 continue
-            rejected = self._commit_chunk(producer, group_meta, spec, chunk, next_offset, failures)
-            if rejected is not None:
-                offset, reason = rejected
+            refused = self._commit_chunk(producer, group_meta, spec, chunk, next_offset, failures)
+            if refused is not None:
                 source.seek(TopicPartition(spec.topic, spec.partition, chunk.first_offset))
-                next_offset, done = chunk.first_offset, False
-                if offset < 0:  # refused, but which record is unknown: redo this chunk precisely
+                reached, next_offset, done = next_offset, chunk.first_offset, False
+                if size_refusal(refused) and resized < RESIZES and self._resized(spec):
+                    resized += 1
+                    producer, failures = self._producer(spec), self._reports[key].failures
+                    continue
+                offset = chunk.blamed()
+                if offset < 0 and not chunk.precise:  # refused, but which record is unknown: redo this chunk precisely
                     precise = True
                     continue
+                if offset < 0:
+                    raise RuntimeError(
+                        f"flow {self.flow.name}: {self.flow.target} refused {self.flow.source}/{spec.topic}[{spec.partition}] offsets "
+                        f"{chunk.first_offset}..{reached - 1} for their size, yet none is larger than {spec.target_topic}'s "
+                        f"max.message.bytes ({chunk.limit}) on its own (limits changing while copying?); rolled back, nothing of them committed")
+                reason = chunk.reason(self.flow.target, spec.target_topic, self.limits.limit(spec.target_topic))
                 gone = target_missing(producer, spec.target_topic)
                 if gone or not self.flow.dead_letter_topic or offset in dead:
                     hint = (f"; {self.flow.target}/{spec.target_topic} does not exist (deleted mid-run?): it is not recreated behind "
@@ -606,7 +626,7 @@ class RangeCopier:
                     )
                 dead[offset] = reason
                 continue
-            precise = self.seed_map_topic is not None
+            precise, resized = self.seed_map_topic is not None, 0
             for k, v in counts.items():
                 setattr(result, k, getattr(result, k) + v)
             result.transactions += 1
@@ -614,7 +634,7 @@ class RangeCopier:
                 on_commit(result, next_offset, latencies)
         return latencies, next_offset
 
-    def _fill_chunk(self, spec: RangeSpec, producer: Producer, source: Consumer, chunk: _Chunk, dead: dict[int, str], latencies: list[int],
+    def _fill_chunk(self, spec: RangeSpec, producer: Producer, source: Consumer, chunk: Chunk, dead: dict[int, str], latencies: list[int],
                     until: Callable[[], bool] | None = None):
         """Read and produce one chunk's records; returns (next offset, range done, counts).
 
@@ -694,25 +714,17 @@ class RangeCopier:
                     latencies.append(now_ms - ts)
                 try:  # the common case inline
                     if precise:
-                        produce(target_topic, value, key, partition, on_delivery=functools.partial(delivered, off), timestamp=ts, headers=out)
+                        produce(target_topic, value, key, partition, on_delivery=functools.partial(delivered, off, out), timestamp=ts,
+                                headers=out)
                     else:
                         produce(target_topic, value, key, partition, timestamp=ts, headers=out)
-                    reason = None
+                    refusal = None
                 except (BufferError, KafkaException):  # queue full, or refused on the spot: the slow path
-                    reason = self._produce(producer, target_topic, partition, key, value, out, ts,
-                                           functools.partial(delivered, off) if precise else None)
-                if reason is not None:
-                    if not self.flow.dead_letter_topic:
-                        abort_quietly(producer)
-                        raise RecordRejected(
-                            f"flow {self.flow.name}: {self.flow.target} refuses {self.flow.source}/{topic}[{partition}]@{off} "
-                            f"(-> {target_topic}[{partition}]): {reason}; nothing from offset {chunk.first_offset} on was copied; "
-                            f"configure dead_letter_topic to set such records aside"
-                        )
-                    dead[off] = reason
-                    self._dead_letter(producer, spec, off, key, value, out, ts, reason)
-                    dead_lettered += 1
-                    continue
+                    refusal = self._produce(producer, target_topic, partition, key, value, out, ts,
+                                            functools.partial(delivered, off, out) if precise else None)
+                if refusal is not None:  # the chunk ends here; _run_chunks decides as for a refusal by the target
+                    chunk.refused_at_produce(off, refusal, own_batch_bytes(key, value, out))
+                    return next_offset, False, {}
                 written += 1
                 if value:
                     nbytes += len(value)
@@ -725,8 +737,8 @@ class RangeCopier:
                 counts = {"read": read, "written": written, "filtered": filtered, "bytes": nbytes, "dead_lettered": dead_lettered}
                 return next_offset, done, counts
 
-    def _produce(self, producer: Producer, topic: str, partition: int, key, value, headers, ts: int, cb) -> str | None:
-        """Queue one record; returns the reason when librdkafka refuses it on the spot."""
+    def _produce(self, producer: Producer, topic: str, partition: int, key, value, headers, ts: int, cb) -> KafkaError | None:
+        """Queue one record; returns the error when librdkafka refuses it on the spot."""
         while True:
             try:
                 producer.produce(topic, value=value, key=key, headers=headers, partition=partition, timestamp=ts,
@@ -737,7 +749,7 @@ class RangeCopier:
             except KafkaException as e:
                 if producer_lost(e):
                     raise ProducerLost(f"flow {self.flow.name}: producer for {topic}[{partition}] fenced or failed: {e.args[0].str()}") from None
-                return e.args[0].str()
+                return e.args[0]
 
     def _dead_letter(self, producer: Producer, spec: RangeSpec, off: int, key, value, headers, ts: int, reason: str) -> None:
         """Set a refused record aside, in the same transaction, with where it came from and why.
@@ -753,10 +765,10 @@ class RangeCopier:
                   self.flow.dead_letter_topic, reason)
         producer.produce(self.flow.dead_letter_topic, key=key, value=None if too_big else value, headers=[*headers, *extra], timestamp=ts)
 
-    def _commit_chunk(self, producer: Producer, group_meta, spec: RangeSpec, chunk: _Chunk, next_offset: int,
-                      failures: list[KafkaError]) -> tuple[int, str] | None:
-        """Commit the chunk and its progress; on a refused record, abort and return (offset, reason),
-        the offset -1 when the chunk was not precise."""
+    def _commit_chunk(self, producer: Producer, group_meta, spec: RangeSpec, chunk: Chunk, next_offset: int,
+                      failures: list[KafkaError]) -> KafkaError | None:
+        """Commit the chunk and its progress; on a refused record, abort and return the refusal
+        (which record it is blamed on: ``chunk.blamed()``)."""
         deadline = time.monotonic() + 120
         # until all is acknowledged, or the first failure: the chunk is lost then, and abort purges
         # the rest (with error-only reports, records queued behind a refused one otherwise sat
@@ -768,7 +780,7 @@ class RangeCopier:
         if chunk.error is None and failures:
             chunk.error = failures[0]
         if chunk.error is not None:
-            abort_quietly(producer)
+            aborted = abort_quietly(producer)
             if chunk.error.code() in PRODUCER_LOST:
                 raise ProducerLost(f"flow {self.flow.name}: the producer for {spec.topic}[{spec.partition}] was fenced or failed "
                                    f"({chunk.error.str()}); offsets {chunk.first_offset}..{next_offset - 1} rolled back")
@@ -780,7 +792,9 @@ class RangeCopier:
                     f"offsets {chunk.first_offset}..{next_offset - 1} ({chunk.error.str()}); rolled back, nothing of them "
                     f"committed; is the target reachable?"
                 )
-            return chunk.error_offset, chunk.error.str()
+            if not aborted:  # the redo begins a transaction with this producer: see the abort through first
+                resume_abort(producer)
+            return chunk.error
         if left:
             abort_quietly(producer)
             raise TimeoutError(
@@ -838,13 +852,24 @@ def discard(producer: Producer | None) -> None:
             pass
 
 
-def abort_quietly(producer: Producer) -> None:
-    """Abort the open transaction; a failure is fine: the next ``init_transactions`` (a fresh
-    producer of the same id) aborts it for certain."""
+def abort_quietly(producer: Producer) -> bool:
+    """Abort the open transaction; False when that failed, which is fine for a producer that is
+    dropped: the next ``init_transactions`` (a fresh producer of the same id) aborts it for
+    certain. A producer that goes on needs :func:`resume_abort`."""
     try:
         producer.abort_transaction(30)
+        return True
     except KafkaException:
-        pass
+        return False
+
+
+def resume_abort(producer: Producer, timeout: float = 90.0) -> None:
+    """See through an abort that timed out, before the producer begins another transaction:
+    librdkafka goes on with it, any other transactional call fails meanwhile ("Conflicting
+    abort_transaction API call is already in progress"), and calling it again resumes it. Seen
+    on a freshly started lab: the first refused chunk's abort, with batches in flight behind the
+    refused one, took over 30 s."""
+    producer.abort_transaction(timeout)
 
 
 def read_committed_progress(cfg: DrConfig, flow: FlowConfig, partitions: list[tuple[str, int]], resolve: SecretResolver | None = None,

@@ -47,10 +47,11 @@ from kafka_dr.core.progress import ProgressLost, encode_metadata, progress_group
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import (
     JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
-    abort_quietly, discard, fence, producer_lost, read_wait, target_missing, transactional_producer, watched_call,
+    abort_quietly, discard, fence, producer_lost, read_wait, resume_abort, target_missing, transactional_producer, watched_call,
 )
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import read_progress
+from kafka_dr.kafka.target_limits import TargetLimits, size_refusal
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +107,11 @@ class _Part:
 
 class _HandOff(Exception):
     """Leave the open chunk to the per-partition copier: ``reset`` names a partition the source
-    answered "offset out of range" for."""
+    answered "offset out of range" for; ``size``: the target refused a record for its size."""
 
-    def __init__(self, reason: str, reset: Key | None = None) -> None:
+    def __init__(self, reason: str, reset: Key | None = None, size: bool = False) -> None:
         super().__init__(reason)
-        self.reset = reset
+        self.reset, self.size = reset, size
 
 
 class TaskCopier:
@@ -127,10 +128,13 @@ class TaskCopier:
         self.transform = router_for(cfg, flow).transform()
         self.group = progress_group(cfg.internal_prefix, flow.name)
         self.txn_id = task_transactional_id(cfg.internal_prefix, flow.name)
+        #: the target topics' size limits, shared with the helper (kafka_dr.kafka.target_limits)
+        self.limits = TargetLimits(cfg.cluster(flow.target), resolve)
         #: copies the chunks this copier leaves to per-partition transactions (module docstring)
         self.helper = RangeCopier(cfg, flow, resolve, chunk_records=chunk_records, allow_reset=allow_reset, clock=clock,
-                                  fence_task_streams=False)
+                                  fence_task_streams=False, limits=self.limits)
         self._producer: Producer | None = None
+        self._sizing: dict[str, int] | None = None  #: the batch sizing the producer was built with
         self._reports = Reports()
         self._source: Consumer | None = None
         self._meta: Consumer | None = None
@@ -138,11 +142,19 @@ class TaskCopier:
 
     # --- clients ---------------------------------------------------------------------
 
-    def _producer_for(self, keys: list[Key]) -> Producer:
+    def _producer_for(self, specs: list[RangeSpec]) -> Producer:
+        """The task's producer, its batches within every target topic's limit; built again when a
+        limit changed or a topic with a lower one joined."""
+        topics = [*(s.target_topic for s in specs), *([self.flow.dead_letter_topic] if self.flow.dead_letter_topic else [])]
+        sizing = self.limits.sizing(topics)
+        if self._producer is not None and sizing != self._sizing:
+            self._drop_producer()
         if self._producer is None:
             self._reports = Reports()
-            self._producer = transactional_producer(self.cfg, self.flow, self.resolve, self.txn_id, self._reports)
-            fence(self.cfg, self.flow, self.resolve, [transactional_id(self.cfg.internal_prefix, self.flow.name, t, p) for t, p in keys])
+            self._producer = transactional_producer(self.cfg, self.flow, self.resolve, self.txn_id, self._reports, overrides=sizing)
+            self._sizing = sizing
+            fence(self.cfg, self.flow, self.resolve, [transactional_id(self.cfg.internal_prefix, self.flow.name, s.topic, s.partition)
+                                                      for s in specs])
             self.helper.close()  # its producers were just fenced
         return self._producer
 
@@ -203,7 +215,7 @@ class TaskCopier:
     def _copy(self, specs: list[RangeSpec], results: dict[Key, RangeResult], until: Callable[[], bool],
               on_commit: OnCommit | None) -> list[RangeResult]:
         keys = [(s.topic, s.partition) for s in specs]
-        producer = self._producer_for(keys)  # fences zombies first
+        producer = self._producer_for(specs)  # fences zombies first
         source = self._source_consumer()
         parts = self._start(specs, results, on_commit)
         if self._kept != {k: p.position for k, p in parts.items()}:
@@ -223,6 +235,9 @@ class TaskCopier:
                     self._commit(producer, group_meta, touched)
                 except _HandOff as h:
                     self._hand_off(producer, source, parts, h, on_commit)
+                    if h.size:  # a limit lowered since the producer sized its batches: a fresh one sizes them again
+                        self.limits.refresh({s.target_topic for s in specs})
+                        producer = self._producer_for(specs)
                     continue
                 for p in touched:
                     self._done(p, on_commit)
@@ -308,7 +323,7 @@ class TaskCopier:
                 except KafkaException as e:
                     if producer_lost(e):
                         raise ProducerLost(f"flow {self.flow.name}: the task's producer was fenced or failed: {e.args[0].str()}") from None
-                    raise _HandOff(e.args[0].str()) from None
+                    raise _HandOff(e.args[0].str(), size=size_refusal(e.args[0])) from None
                 c[1] += 1
                 if value:
                     c[3] += len(value)
@@ -345,7 +360,7 @@ class TaskCopier:
                 abort_quietly(producer)
                 raise TimeoutError(f"flow {self.flow.name}: {self.flow.target} did not acknowledge {span} ({err.str()}); rolled back, "
                                    f"nothing of them committed; is the target reachable?")
-            raise _HandOff(err.str())
+            raise _HandOff(err.str(), size=size_refusal(err))
         if left:
             abort_quietly(producer)
             raise TimeoutError(f"flow {self.flow.name}: {left} record(s) of {span} not acknowledged by {self.flow.target} within 120s; "
@@ -377,7 +392,8 @@ class TaskCopier:
     def _hand_off(self, producer: Producer, source: Consumer, parts: dict[Key, _Part], h: _HandOff, on_commit: OnCommit | None) -> None:
         """Abort the open transaction and copy each of its partitions' records with the
         per-partition copier, over the same offsets; then go on after them."""
-        abort_quietly(producer)
+        if not abort_quietly(producer):
+            resume_abort(producer)  # this producer goes on after the hand-off
         log.warning("flow %s: %s; the records of the rolled-back transaction are copied per partition", self.flow.name, h)
         for key, p in parts.items():
             if p.first < 0 and key != h.reset:
