@@ -76,7 +76,6 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
     for c in (east, west):
         ensure_topic(clients.admin(c), topic_name, partitions=2)
     east_sent = produce_varied(east, topic_name, "east", 120, 2)
-    produce_varied(west, topic_name, "west", 30, 2)  # local west records, interleaved with the copies
     path = isolated_config(lab, tmp_path, topic_name)
     cfg = load_config(path)
     e2w = next(f for f in cfg.flows if f.name == "east_to_west")
@@ -85,6 +84,8 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
     read_on_east = _consume(east, group, topic_name, 50)
     assert len(read_on_east) == 50
     run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental"), spark=spark)
+    # west's own records after the copies: the group never read them, so it gets them too
+    west_sent = produce_varied(west, topic_name, "west", 30, 2)
     synced = sync_group_offsets(cfg, e2w, groups=[group])
     assert synced and all(r["status"] == "exact" for r in synced), synced
     # forget what the sync committed on west: the failover must do it from the recorded positions
@@ -115,6 +116,8 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         all_east = {("east", s.partition, s.offset) for s in east_sent}
         assert set(east_now) == all_east - seen_before, "skipped or re-read records after failover"
         assert len(east_now) == len(set(east_now)), "a record was read twice"
+        west_now = [i for i in (_identity(m, "west") for m in resumed) if i[0] == "west"]
+        assert sorted(west_now) == sorted(("west", s.partition, s.offset) for s in west_sent), "west's own records skipped"
         for p in (0, 1):
             first_unread = min((o for (_, pp, o) in all_east - seen_before if pp == p), default=None)
             first_resumed = next((o for (_, pp, o) in east_now if pp == p), None)
@@ -166,7 +169,6 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
     for c in (east, west):
         ensure_topic(clients.admin(c), topic_name, partitions=2)
     produce(east, topic_name, "e", 120, 2)  # offsets 0..59 on each partition
-    produce(west, topic_name, "w", 10, 2)  # local west records among the copies
     path = isolated_config(lab, tmp_path, topic_name)
     cfg = load_config(path)
     e2w = next(f for f in cfg.flows if f.name == "east_to_west")
@@ -176,6 +178,7 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
 
     copied = 35  # the replica stops at east offset 35 of each partition; east's end is 60
     run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_records_per_batch=copied), spark=spark)
+    produce(west, topic_name, "w", 10, 2)  # west's own records after the copies (unread: delivered)
     synced = {r["partition"]: r for r in sync_group_offsets(cfg, e2w, groups=[group])}
     assert synced[0]["status"] == "exact" and synced[1]["status"] == "approximate", synced
     assert synced[1]["behind_records"] == 45 - copied

@@ -1,7 +1,9 @@
 """Failover decisions without clusters: RPO figures and the product state."""
 
 from kafka_dr.core.dr_state import DrState, newest
-from kafka_dr.core.failover import last_known_ends, rpo_entry, rpo_seconds
+from kafka_dr.core.failover import (
+    APPROXIMATE, EXACT, SourceTail, last_known_ends, latest_tails, rpo_entry, rpo_seconds, selected_partitions, tail_key, tail_value,
+)
 
 
 def test_last_known_end_is_range_end_plus_lag_per_partition():
@@ -15,12 +17,42 @@ def test_last_known_end_is_range_end_plus_lag_per_partition():
     assert last_known_ends(rows, "e2w") == {("orders", 0): 120, ("orders", 1): 50}
 
 
-def test_rpo_entry_counts_known_missing_records():
-    assert rpo_entry("f", "t", 0, copied_up_to=120, last_known_end=120).missing_at_least == 0
-    assert rpo_entry("f", "t", 1, copied_up_to=40, last_known_end=50).missing_at_least == 10
-    assert rpo_entry("f", "t", 2, copied_up_to=None, last_known_end=7).missing_at_least == 7
-    assert rpo_entry("f", "t", 3, copied_up_to=5, last_known_end=None).missing_at_least is None
+def fig(e):
+    return e.status, e.missing_at_least, e.unaccounted_offsets, e.last_known_source_end
+
+
+def test_rpo_counted_on_the_source_is_exact():
+    # 120..124 are the reverse flow's commit marker and copies the loop policy filters: none is missing
+    assert fig(rpo_entry("f", "t", 0, copied_up_to=120, last_known_end=125, counted=0)) == (EXACT, 0, 0, 125)
+    assert fig(rpo_entry("f", "t", 1, copied_up_to=40, last_known_end=60, counted=12)) == (EXACT, 12, 0, 60)
+
+
+def test_rpo_without_the_source_is_a_lower_bound_from_the_last_count():
+    # no count recorded: offsets past the copy position are not records as far as anyone knows
+    assert fig(rpo_entry("f", "t", 0, copied_up_to=120, last_known_end=121)) == (APPROXIMATE, 0, 1, 121)
+    assert fig(rpo_entry("f", "t", 1, copied_up_to=None, last_known_end=7)) == (APPROXIMATE, 0, 7, 7)
+    assert rpo_entry("f", "t", 2, copied_up_to=None, last_known_end=None).missing_at_least is None
+    # the offset sync counted 0 records in 120..120 (a marker) and the job saw the same end
+    tail = SourceTail(copied_up_to=120, end=121, records=0)
+    assert fig(rpo_entry("f", "t", 3, copied_up_to=120, last_known_end=121, tail=tail)) == (APPROXIMATE, 0, 0, 121)
+    # 25 records in 35..59 at the count; nothing copied since; the job later saw the end at 70
+    tail = SourceTail(copied_up_to=35, end=60, records=25)
+    assert fig(rpo_entry("f", "t", 4, copied_up_to=35, last_known_end=70, tail=tail)) == (APPROXIMATE, 25, 10, 70)
+    # 10 offsets copied since the count: at least 15 of the 25 remain
+    assert fig(rpo_entry("f", "t", 5, copied_up_to=45, last_known_end=60, tail=tail)) == (APPROXIMATE, 15, 0, 60)
+    # copied past the counted end
+    assert fig(rpo_entry("f", "t", 6, copied_up_to=62, last_known_end=64, tail=tail)) == (APPROXIMATE, 0, 2, 64)
     assert rpo_seconds(10_000, 4_000) == 6.0 and rpo_seconds(10_000, None) is None
+
+
+def test_tails_and_the_current_selection():
+    recs = [(tail_key("e2w", "orders", 0), tail_value(SourceTail(3, 9, 2, 1))),
+            (tail_key("e2w", "orders", 0), tail_value(SourceTail(9, 10, 0, 2))),
+            (tail_key("w2e", "orders", 1), tail_value(SourceTail(1, 2, 1, 1))),
+            (b'["e2w","g","orders",0]', b'{"source_offset":4}'), (b"junk", b"{}")]
+    assert latest_tails(recs, "e2w") == {("orders", 0): SourceTail(9, 10, 0, 2)}
+    keys = {("orders", 0), ("old.topic", 0), ("orders", 1)}
+    assert selected_partitions(keys, lambda t: t == "orders") == [("orders", 0), ("orders", 1)]
 
 
 def test_state_round_trip_and_failover_transition():

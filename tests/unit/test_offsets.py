@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from kafka_dr.core.offsets import (
-    APPROXIMATE, EXACT, UNTRANSLATABLE, Hit, Translation, commit_decision, default_group_deny, group_selected, latest_synced,
-    is_sync_commit, search, sync_commit_metadata, sync_key, sync_value, translate_by_timestamp, translate_from_candidates,
+    APPROXIMATE, EXACT, UNTRANSLATABLE, Hit, SyncedPosition, Translation, commit_decision, default_group_deny, group_selected,
+    latest_synced, latest_synced_positions, is_sync_commit, search, sync_commit_metadata, sync_key, sync_value, translate_by_timestamp, translate_from_candidates,
 )
 
 
@@ -30,13 +30,14 @@ def partition(rows):
     return first_from, reads
 
 
-def translate(rows, x, progress, target_range=None, source_range=None):
+def translate(rows, x, progress, target_range=None, source_range=None, behind_copied=None):
     offs = [t for t, _ in rows]
     tr = target_range or ((offs[0] if offs else 0), (offs[-1] + 1 if offs else 0))
     first_from, _ = partition(rows)
     found, earlier, _ = search(first_from, tr[0], tr[1], x)
     return translate_from_candidates(group="g", topic="t", partition=0, source_offset=x, target_topic="t", target_range=tr,
-                                     progress=progress, found=found, earlier=earlier, source_range=source_range, origin="east")
+                                     progress=progress, found=found, earlier=earlier, source_range=source_range, origin="east",
+                                     behind_copied=behind_copied)
 
 
 def brute(rows, x):
@@ -106,6 +107,20 @@ def test_replica_behind_says_how_far():
     assert "3..9" in r.reason
     r = translate(rows, 3, progress=3, source_range=(0, 20))
     assert (r.status, r.target_offset, r.behind_records) == (EXACT, 4, 0)
+
+
+def test_offsets_behind_that_hold_no_record_the_flow_copies_are_not_behind():
+    rows = [(0, 0), (1, 1), (2, None), (3, 2)]
+    # a group at the source end 4; offset 3 is the commit marker of the reverse flow's transaction
+    r = translate(rows, 4, progress=3, source_range=(0, 4), behind_copied=0)
+    assert (r.status, r.target_offset, r.behind_records) == (EXACT, 4, 0)
+    assert "3..3 hold no record the flow copies" in r.reason
+    # 10..19: three records the flow copies, the rest markers and filtered copies
+    r = translate(rows, 20, progress=10, source_range=(0, 20), behind_copied=3)
+    assert (r.status, r.target_offset, r.behind_records) == (APPROXIMATE, 4, 3)
+    # the source cannot be read: at most the offsets
+    r = translate(rows, 4, progress=3, source_range=None, behind_copied=None)
+    assert (r.status, r.target_offset, r.behind_records) == (APPROXIMATE, 4, 1) and "at most 1" in r.reason
 
 
 def test_beyond_the_source_end_is_untranslatable():
@@ -223,6 +238,15 @@ def test_offset_sync_records_last_wins():
         (b"not json", b"{}"),
     ]
     assert latest_synced(recs, "f", "g") == {("t", 0): 8}
+
+
+def test_sync_records_keep_the_offset_in_records_and_the_targets_records_read():
+    t = Translation("g", "t", 0, 41, "t", 30, EXACT, "", effective_offset=40, local_read_below=17)
+    older = Translation("g", "t", 1, 9, "t", 3, EXACT, "")
+    recs = [(sync_key("f", "g", "t", 0), sync_value(t, True, 1)), (sync_key("f", "g", "t", 1), sync_value(older, True, 1)),
+            (b'{"tail":["f","t",0]}', b'{"copied_up_to":1,"end":2,"records":0}')]
+    assert latest_synced_positions(recs, "f", "g") == {("t", 0): SyncedPosition(41, 40, 17), ("t", 1): SyncedPosition(9)}
+    assert Translation.from_dict(t.to_dict()) == t
 
 
 def test_sync_commits_are_marked_and_not_synced_back():

@@ -15,18 +15,22 @@ Statuses (``Translation.status``):
     the position is right for every record of this origin the target holds or will get.
 ``approximate``
     a usable position that may re-read records: the replica had not reached ``X`` yet
-    (``behind_records`` = ``X - progress`` source offsets the consumer already read on the
-    source but the target does not hold; if they are copied later the consumer reads them
-    again; if the source is gone for good they never arrive and nothing is re-read), or the
-    timestamp fallback (no provenance on the target) was used.
+    (``behind_records``: records the flow copies in source offsets ``progress..X-1``, which
+    the consumer already read on the source but the target does not hold; if they are copied
+    later the consumer reads them again; if the source is gone for good they never arrive and
+    nothing is re-read), or the timestamp fallback (no provenance on the target) was used.
+    Source offsets that hold no record the flow copies (transaction markers, aborted records,
+    records the loop policy filters) do not count: when the source can be read they are told
+    apart (``behind_copied``); when it cannot, ``behind_records`` is ``X - progress``, at most.
 ``untranslatable``
     the facts do not determine a position; ``target_offset`` is ``None`` and ``reason``
     says why. Never a guess.
 
-What "exact" does not cover: records produced locally on the target (active/active) sit
-between the replicated ones; they are positioned relative to this origin's records only
-(the group's position among the target's own records is not something the source offset
-states). Compaction gaps on either side are harmless: a removed record is read by nobody.
+What "exact" covers: this origin's records. In active/active the target's own records sit
+between them; a *group's* position among those is decided by
+:mod:`kafka_dr.core.group_position` (the earliest position that skips nothing, with the
+records read again counted in ``reread``). Compaction gaps on either side are harmless: a
+removed record is read by nobody.
 """
 
 from __future__ import annotations
@@ -51,6 +55,14 @@ class Translation:
     status: str  # "exact" | "approximate" | "untranslatable"
     reason: str
     behind_records: int = 0
+    #: records read again from ``target_offset`` on, per origin cluster (``None`` inside: not
+    #: known); ``None`` when the target holds no records of a second origin for this group
+    reread: dict | None = None
+    #: the group had read the target's own records below this target offset (active/active)
+    local_read_below: int | None = None
+    #: ``source_offset`` less the offsets below it that hold no record the flow copies (markers,
+    #: aborted, filtered): the same position, in records; ``None`` when the source was not read
+    effective_offset: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -121,6 +133,7 @@ def translate_from_candidates(
     earlier: Hit | None,
     source_range: tuple[int, int] | None = None,
     origin: str = "source",
+    behind_copied: int | None = None,
 ) -> Translation:
     """Decide the target offset for committed ``source_offset`` (X) from what was found.
 
@@ -132,6 +145,9 @@ def translate_from_candidates(
         origin's records from below X, so retention on the target removed nothing needed.
     :param source_range: ``(log start, last stable offset)`` on the source, ``None`` when the
         source cannot be asked (it is down).
+    :param behind_copied: when ``progress < X``: the records the flow copies among source
+        offsets ``progress..X-1``, counted on the source (read_committed, loop policy
+        applied); ``None`` when the source could not be read.
     """
     x = source_offset
     t_low, t_end = target_range
@@ -167,8 +183,16 @@ def translate_from_candidates(
                    f"holds no record of this origin at or after it")
     if progress < x:
         gap = x - progress
-        return out(APPROXIMATE, t_end, f"replica behind: source offsets {progress}..{x - 1} ({gap}) are not copied yet; "
-                   f"at the target end {t_end} the group re-reads them if they are copied later", behind=gap)
+        if behind_copied == 0:
+            return out(EXACT, t_end, f"replica caught up with the group: source offsets {progress}..{x - 1} hold no record the "
+                       f"flow copies (transaction markers, aborted or loop-filtered records): the target end {t_end}")
+        if behind_copied is not None:
+            return out(APPROXIMATE, t_end, f"replica behind: {behind_copied} record(s) in source offsets {progress}..{x - 1} are "
+                       f"not copied yet; at the target end {t_end} the group re-reads them if they are copied later",
+                       behind=behind_copied)
+        return out(APPROXIMATE, t_end, f"replica behind: source offsets {progress}..{x - 1} ({gap}) are not copied yet (at most "
+                   f"{gap} record(s): the source cannot be read to tell records from transaction markers); at the target end "
+                   f"{t_end} the group re-reads them if they are copied later", behind=gap)
     if progress == x:
         return out(EXACT, t_end, f"replica caught up with the group at {x}: the target end {t_end}")
     # progress > X but no record >= X on the target: filtered/compacted, or deleted by retention.
@@ -294,17 +318,37 @@ def sync_key(flow: str, group: str, topic: str, partition: int) -> bytes:
 def sync_value(translation: Translation, committed: bool, ts_ms: int) -> bytes:
     import json
 
+    extra = {k: getattr(translation, k) for k in ("effective_offset", "local_read_below") if getattr(translation, k) is not None}
     return json.dumps({"source_offset": translation.source_offset, "target_offset": translation.target_offset,
-                       "status": translation.status, "committed": committed, "ts": ts_ms}, separators=(",", ":")).encode()
+                       "status": translation.status, "committed": committed, "ts": ts_ms, **extra}, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class SyncedPosition:
+    """What the offset sync last recorded of a group on one source partition: its committed
+    offset, that offset in records (``effective_offset``) and the target records it had read
+    (``local_read_below``); the last two are ``None`` when the sync did not know them."""
+
+    source_offset: int
+    effective_offset: int | None = None
+    local_read_below: int | None = None
 
 
 def latest_synced(records: list[tuple[bytes | None, bytes | None]], flow: str, group: str) -> dict[tuple[str, int], int]:
     """From the offset-sync topic's records (key, value) in order: the last source offset
     recorded per (topic, partition) for ``flow`` and ``group``; tombstones remove the entry,
     records that are not ours are ignored."""
+    return {k: v.source_offset for k, v in latest_synced_positions(records, flow, group).items()}
+
+
+def latest_synced_positions(records: list[tuple[bytes | None, bytes | None]], flow: str, group: str) -> dict[tuple[str, int], SyncedPosition]:
+    """:func:`latest_synced` with everything the record holds."""
     import json
 
-    out: dict[tuple[str, int], int] = {}
+    def opt(v: dict, k: str) -> int | None:
+        return int(v[k]) if v.get(k) is not None else None
+
+    out: dict[tuple[str, int], SyncedPosition] = {}
     for key, value in records:
         try:
             k = json.loads(key or b"")
@@ -318,7 +362,7 @@ def latest_synced(records: list[tuple[bytes | None, bytes | None]], flow: str, g
             continue
         try:
             v = json.loads(value)
-            out[tp] = int(v["source_offset"])
-        except (ValueError, KeyError, TypeError):
+            out[tp] = SyncedPosition(int(v["source_offset"]), opt(v, "effective_offset"), opt(v, "local_read_below"))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return out

@@ -81,36 +81,65 @@ def move_consumer_groups(cfg: DrConfig, failed: str, survivor: str, groups: str,
     return out
 
 
-def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolver | None = None, now_ms: int | None = None) -> dict:
+def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolver | None = None, now_ms: int | None = None,
+               failed_answers: bool | None = None) -> dict:
+    """Per partition of each flow ``failed -> survivor`` (its current topic selection, no
+    heartbeats): the records the flow copies that the survivor lacks. Counted on the failed
+    cluster when it answers (``exact``); otherwise a lower bound from the offset sync's last
+    count and the job's last reported ends (``approximate``, see ``core.failover``)."""
+    import logging
+
+    from kafka_dr.core.failover import latest_tails, selected_partitions
+    from kafka_dr.core.loop import router_for
     from kafka_dr.kafka.copier import read_committed_progress
     from kafka_dr.kafka.heartbeats import measure
     from kafka_dr.kafka.reading import read_partitions
     from kafka_dr.kafka import clients
+    from kafka_dr.kafka.offset_translation import offset_sync_topic
+    from kafka_dr.kafka.source_tails import count_now
     from kafka_dr.spark.job import metrics_topic
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     target = cfg.cluster(survivor)
     rows: list[dict] = []
+    synced: list[tuple] = []
     c = clients.consumer(target, f"{cfg.internal_prefix}.failover-reader", resolve)
     try:
+        md = c.list_topics(timeout=10).topics
         topic = metrics_topic(cfg.internal_prefix)
-        if topic in c.list_topics(timeout=10).topics:
+        if topic in md:
             rows = [json.loads(r.value) for r in read_partitions(c, topic, [0], timeout=60) if r.value]
+        stopic = offset_sync_topic(cfg.internal_prefix)
+        if stopic in md:
+            synced = [(r.key, r.value) for r in read_partitions(c, stopic, sorted(md[stopic].partitions), timeout=60)]
     finally:
         c.close()
+    live = reachable(cfg, failed, resolve) if failed_answers is None else failed_answers
     report = {"failed": failed, "survivor": survivor, "flows": {}}
     for flow in cfg.flows:
         if flow.source != failed or flow.target != survivor:
             continue
-        ends = last_known_ends(rows, flow.name)
-        targets = {k: (r.get("target_topic") or k[0]) for r in rows for k in [(r.get("topic"), r.get("partition"))] if r.get("flow") == flow.name}
-        progress = read_committed_progress(cfg, flow, [(targets[k], k[1]) for k in ends], resolve) if ends else {}
-        entries = [rpo_entry(flow.name, t, p, progress.get((targets[(t, p)], p), {}).get("next_offset"), end).to_dict()
-                   for (t, p), end in sorted(ends.items())]
+        router = router_for(cfg, flow)
+        entries = None
+        if live:
+            try:
+                entries = [rpo_entry(flow.name, t, p, tail.copied_up_to, tail.end, counted=tail.records).to_dict()
+                           for (t, p), tail in sorted(count_now(cfg, flow, resolve).items())]
+            except Exception as e:  # noqa: BLE001 - it answered a moment ago: fall back to what is recorded
+                logging.getLogger(__name__).warning("flow %s: counting on %s failed (%s); reporting what the survivor knows",
+                                                    flow.name, failed, e)
+        if entries is None:
+            ends, tails = last_known_ends(rows, flow.name), latest_tails(synced, flow.name)
+            keys = selected_partitions(set(ends) | set(tails), lambda t: t != cfg.heartbeat_topic and router.target_topic(t) is not None)
+            progress = read_committed_progress(cfg, flow, [(router.target_topic(t), p) for t, p in keys], resolve) if keys else {}
+            entries = [rpo_entry(flow.name, t, p, progress.get((router.target_topic(t), p), {}).get("next_offset"), ends.get((t, p)),
+                                 tail=tails.get((t, p))).to_dict() for t, p in keys]
         hb = measure(cfg, flow, resolve, now_ms=now)
         report["flows"][flow.name] = {
             "partitions": entries,
             "missing_records_at_least": sum(e["missing_at_least"] or 0 for e in entries),
+            "status": "exact" if all(e["status"] == "exact" for e in entries) else "approximate",
+            "unaccounted_offsets": sum(e["unaccounted_offsets"] for e in entries),
             "rpo_seconds_at_most": rpo_seconds(now, hb.newest_emitted_ms),
         }
     return report
@@ -135,7 +164,7 @@ def run_failover(cfg: DrConfig, failed: str, survivor: str, groups: str = ".*", 
     summary["confirm_down"] = confirm_down(cfg, failed, survivor, force, resolve, groups)
     summary["stop_flows"] = stop_flows(cfg, failed, survivor, dry_run, resolve)
     summary["consumer_groups"] = move_consumer_groups(cfg, failed, survivor, groups, dry_run, resolve)
-    rpo = rpo_report(cfg, failed, survivor, resolve)
+    rpo = rpo_report(cfg, failed, survivor, resolve, failed_answers=summary["confirm_down"].get("failed_answers"))
     summary["rpo"] = rpo
     summary["missing_records_at_least"] = sum(f["missing_records_at_least"] for f in rpo["flows"].values())
     summary["record_active"] = record_active(cfg, failed, survivor, dry_run, summary, resolve)
@@ -147,9 +176,20 @@ def format_summary(summary: dict) -> str:
     for g in summary.get("consumer_groups", []):
         lines.append(f"  group {g.get('group')} {g.get('topic')}[{g.get('partition')}]: {g.get('action')} "
                      f"-> offset {g.get('target_offset')} ({g.get('status')}{': ' + g['reason'] if g.get('reason') else ''})")
+        again = g.get("reread") or {}
+        if any(n != 0 for n in again.values()):
+            lines.append("    re-reads from there: " + ", ".join(
+                f"{'an unknown number of' if n is None else n} record(s) of {origin}" for origin, n in sorted(again.items())))
     for name, f in summary.get("rpo", {}).get("flows", {}).items():
         secs = f.get("rpo_seconds_at_most")
-        lines.append(f"  {name}: at least {f['missing_records_at_least']} record(s) not replicated; "
-                     f"RPO window at most {'unknown' if secs is None else f'{secs:.0f}s'}")
-    lines.append(f"  active cluster: {summary.get('record_active', {}).get('active_cluster')}")
+        window = f"RPO window at most {'unknown' if secs is None else f'{secs:.0f}s'}"
+        if f.get("status") == "exact":
+            lines.append(f"  {name}: {f['missing_records_at_least']} record(s) not replicated (counted on {summary['failed']}); {window}")
+            continue
+        unknown = f.get("unaccounted_offsets") or 0
+        lines.append(f"  {name}: at least {f['missing_records_at_least']} record(s) not replicated"
+                     + (f", and {unknown} source offset(s) after the last count whose content is not known (records, "
+                        f"transaction markers or filtered copies)" if unknown else "") + f"; {window}")
+    active = summary.get("record_active", {}).get("active_cluster")
+    lines.append(f"  active cluster would be: {active}" if summary.get("dry_run") else f"  active cluster: {active}")
     return "\n".join(lines)

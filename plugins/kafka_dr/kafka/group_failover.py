@@ -4,8 +4,10 @@ The groups' last positions on the failed cluster are the source offsets that
 ``dr_offset_sync`` recorded on the survivor (``<prefix>.offset-sync``). They are translated
 again *now*, against what the survivor holds at failover time (exact, by provenance), and
 committed with the same rules as the periodic sync: only groups with no active member on the
-survivor, never backwards. A consumer that committed after the last sync run re-reads what it
-consumed since (the sync runs every minute by default).
+survivor, never backwards. In active/active the sync also recorded which of the survivor's
+own records the group had read, so the group resumes at the earliest position that skips
+none it had not (``kafka_dr.kafka.group_position``). A consumer that committed after the last
+sync run re-reads what it consumed since (the sync runs every minute by default).
 """
 
 from __future__ import annotations
@@ -19,9 +21,24 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.offset_translation import _group_state, commit_translations, last_synced_offsets, offset_sync_topic, translate_group
+from kafka_dr.kafka.offset_translation import _group_state, commit_translations, offset_sync_topic, translate_group
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count
+
+
+def last_synced_positions(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict:
+    """``{(topic, partition): SyncedPosition}`` of ``group`` as the offset sync last recorded it on the target."""
+    topic = offset_sync_topic(cfg.internal_prefix)
+    tgt = cfg.cluster(flow.target)
+    n = partition_count(clients.admin(tgt, resolve), topic)
+    if n is None:
+        return {}
+    c = clients.consumer(tgt, f"{cfg.internal_prefix}.failover-reader", resolve)
+    try:
+        records = read_partitions(c, topic, list(range(n)), timeout=60)
+    finally:
+        c.close()
+    return core.latest_synced_positions([(r.key, r.value) for r in records], flow.name, group)
 
 
 def synced_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:
@@ -59,10 +76,12 @@ def move_groups(cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: b
             continue
         router = router_for(cfg, flow)
         # positions on topics the flow no longer replicates (config changed since) are left alone
-        source_offsets = {k: v for k, v in last_synced_offsets(cfg, flow, group, resolve).items() if router.target_topic(k[0])}
-        if not source_offsets:
+        synced = {k: v for k, v in last_synced_positions(cfg, flow, group, resolve).items() if router.target_topic(k[0])}
+        if not synced:
             continue
-        translations = translate_group(cfg, flow, group, resolve, source_offsets=source_offsets)
+        # the offset in records: trailing markers and filtered records below it taken off
+        source_offsets = {k: v.effective_offset if v.effective_offset is not None else v.source_offset for k, v in synced.items()}
+        translations = translate_group(cfg, flow, group, resolve, source_offsets=source_offsets, synced=synced)
         state = _group_state(admin, group, flow.target)
         rows = commit_translations(tgt, group, translations, state, resolve, dry_run=dry_run)
         for t, ok, why in rows:

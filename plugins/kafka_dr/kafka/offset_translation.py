@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Iterable
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
@@ -35,11 +36,14 @@ from kafka_dr.core.provenance import Provenance, origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.copier import committed_with_retry, read_committed_progress
+from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
 
 log = logging.getLogger(__name__)
 
 TIMEOUT = 30.0
 SOURCE_PROBE_TIMEOUT = 5.0
+#: a replica further behind a group than this many offsets is not read through to count records
+BEHIND_COUNT_LIMIT = 100_000
 
 
 def offset_sync_topic(internal_prefix: str) -> str:
@@ -146,7 +150,7 @@ class Translator:
             try:
                 admin.list_topics(timeout=SOURCE_PROBE_TIMEOUT)
                 self.s_admin = admin
-                self.s_consumer = clients.consumer(src, f"{cfg.internal_prefix}.offset-translation", resolve)
+                self.s_consumer = clients.consumer(src, f"{cfg.internal_prefix}.offset-translation", resolve, **FAST_EOF)
             except KafkaException as e:
                 if source_available:
                     raise clients.ClusterUnreachable(f"flow {flow.name}: source cluster {flow.source!r} did not answer: {e.args[0]}") from None
@@ -195,9 +199,16 @@ class Translator:
                  probes, probe.records_read)
         if found is None and earlier is None and prog is None and s_range is not None and s_range[1] > s_range[0]:
             return self._by_timestamp(group, topic, p, x, target_topic, t_range, s_range)
-        return core.translate_from_candidates(group=group, topic=topic, partition=p, source_offset=x, target_topic=target_topic,
-                                              target_range=t_range, progress=prog, found=found, earlier=earlier,
-                                              source_range=s_range, origin=self.flow.source)
+        behind, effective = None, None
+        if (prog is not None and found is None and prog < x <= prog + BEHIND_COUNT_LIMIT and self.s_consumer is not None
+                and (s_range is None or x <= s_range[1])):
+            # what lies between the copy position and X: records, or markers and filtered copies
+            n, last = count_copied(self.s_consumer, self.flow.source, self.router.transform(), {(topic, p): (prog, x)})[(topic, p)]
+            behind, effective = n, (last + 1 if last is not None else prog)
+        t = core.translate_from_candidates(group=group, topic=topic, partition=p, source_offset=x, target_topic=target_topic,
+                                           target_range=t_range, progress=prog, found=found, earlier=earlier,
+                                           source_range=s_range, origin=self.flow.source, behind_copied=behind)
+        return replace(t, effective_offset=effective) if effective is not None else t
 
     def _by_timestamp(self, group, topic, p, x, target_topic, t_range, s_range) -> Translation:
         ts = None
@@ -269,19 +280,30 @@ def read_group_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: Sec
 
 
 def translate_group(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None,
-                    margin_seconds: float | None = None, source_offsets: dict[tuple[str, int], int] | None = None) -> list[Translation]:
-    """Translate ``group``'s committed offsets from ``flow.source`` to ``flow.target``.
+                    margin_seconds: float | None = None, source_offsets: dict[tuple[str, int], int] | None = None,
+                    synced: dict | None = None) -> list[Translation]:
+    """Translate ``group``'s committed offsets from ``flow.source`` to ``flow.target``: in
+    active/active, the earliest target position that skips none of the records it had not
+    read (:mod:`kafka_dr.kafka.group_position`).
 
     :param source_offsets: ``{(topic, partition): offset}`` to translate instead of reading
         the group's commits on the source (which is how a failover works with the source down).
+    :param synced: ``{(topic, partition): SyncedPosition}`` the offset sync recorded: which of
+        the target's own records the group had read, when the source cannot be asked.
     """
+    from kafka_dr.kafka.group_position import GroupPlacer
+
     if source_offsets is None:
         source_offsets = read_group_offsets(cfg, flow, group, resolve)
         available = True
     else:
         available = None  # use the source if it answers
     with Translator(cfg, flow, resolve, margin_seconds, source_available=available) as tr:
-        return tr.translate(group, dict(source_offsets))
+        placer = GroupPlacer(cfg, flow, tr, resolve)
+        try:
+            return placer.place(tr.translate(group, dict(source_offsets)), synced)
+        finally:
+            placer.close()
 
 
 def translate_offset(cfg: DrConfig, flow: FlowConfig, topic: str, partition: int, source_offset: int,
@@ -379,9 +401,12 @@ def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver 
     product's own groups and those starting with ``_`` are always left out), narrowed to
     ``groups`` when given. A group is committed only while it has no active member on the
     target; an offset is never moved backwards. Every translation is recorded in
-    ``<internal_prefix>.offset-sync`` on the target. Returns one dict per partition:
-    the translation plus ``committed`` (bool), ``action`` (why) and ``flow``.
+    ``<internal_prefix>.offset-sync`` on the target, and so are the records the flow has not
+    copied yet per source partition (``kafka_dr.kafka.source_tails``). Returns one dict per
+    partition: the translation plus ``committed`` (bool), ``action`` (why) and ``flow``.
     """
+    from kafka_dr.kafka.group_position import GroupPlacer
+    from kafka_dr.kafka.source_tails import record_source_tails
     from kafka_dr.kafka.topics import ensure_topic
 
     allow, deny = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
@@ -394,11 +419,12 @@ def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver 
     producer = clients.producer(tgt, resolve)
     report: list[dict] = []
     with Translator(cfg, flow, resolve, source_available=True) as tr:
+        placer = GroupPlacer(cfg, flow, tr, resolve)
         for group in selected:
             offsets = read_group_offsets(cfg, flow, group, resolve, skip_synced=True)
             if not offsets:
                 continue
-            translations = tr.translate(group, offsets)
+            translations = placer.place(tr.translate(group, offsets))
             state = _group_state(t_admin, group, flow.target)
             rows = commit_translations(tgt, group, translations, state, resolve,
                                        metadata=lambda t: core.sync_commit_metadata(flow.name, t.source_offset))
@@ -408,6 +434,9 @@ def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver 
                 report.append({"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state})
             log.info("flow %s: group %s (%s on %s): %d partition(s), %d committed", flow.name, group, state, flow.target,
                      len(rows), sum(1 for _, ok, _ in rows if ok))
+        placer.close()
+        # what the failover's RPO report knows of the source once it is gone
+        record_source_tails(cfg, flow, tr, lambda k, v: producer.produce(topic, key=k, value=v), resolve)
     left = producer.flush(30)
     if left:
         raise TimeoutError(f"flow {flow.name}: {left} offset-sync record(s) not acknowledged by {flow.target}/{topic}")
