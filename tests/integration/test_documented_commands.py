@@ -17,7 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import TEST_BASE_PORT
+from conftest import TEST_BASE_PORT, TEST_LAB
 from documented_commands import COMMANDS, REPO, RUN, SESSION, documented
 
 pytestmark = pytest.mark.lab
@@ -53,21 +53,33 @@ def test_order_covers_every_command_that_runs():
     assert sorted(ORDER) == sorted(c for c, check in COMMANDS.items() if check.how == RUN)
 
 
+KAFKA_DR = str(REPO / ".venv" / "bin" / "kafka-dr")
+
+
+def _wipe_labs(root: Path, env: dict) -> None:
+    for lab in (".lab", ".lab-secure"):
+        if (root / lab).exists():
+            subprocess.run([KAFKA_DR, "lab", "--dir", str(root / lab), "down", "--wipe"], cwd=root, env=env, capture_output=True, timeout=180)
+
+
 @pytest.fixture(scope="module")
-def checkout(tmp_path_factory):
+def checkout():
     """A user's checkout (this repository's files) and a user's environment: the suite's own
-    Airflow and Kafka settings removed, the virtualenv's bin on PATH as after ``activate``."""
-    root = tmp_path_factory.mktemp("checkout")
-    for name in CHECKOUT_FILES:
-        (root / name).symlink_to(REPO / name)
+    Airflow and Kafka settings removed, the virtualenv's bin on PATH as after ``activate``.
+    A fixed folder beside the suite's lab, so that a crashed earlier run's brokers are stopped first."""
+    root = TEST_LAB.with_name(TEST_LAB.name + "-checkout")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKA_DR", "PYSPARK", "SPARK_"))}
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["KAFKA_DR_LAB_BASE_PORT"] = str(TEST_BASE_PORT + 1500)
     env["KAFKA_DR_LOG_DIR"] = str(root / "logs")
+    _wipe_labs(root, env)
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    for name in CHECKOUT_FILES:
+        (root / name).symlink_to(REPO / name)
     yield root, env
-    for lab in (".lab", ".lab-secure"):
-        subprocess.run([str(REPO / ".venv" / "bin" / "kafka-dr"), "lab", "--dir", str(root / lab), "down", "--wipe"],
-                       cwd=root, env=env, capture_output=True, timeout=180)
+    _wipe_labs(root, env)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _session_lines(command: str) -> list[str]:
