@@ -1,4 +1,4 @@
-"""The failback drill on a real lab (issue #6): active/active traffic on east and west, east
+"""The failback drill on a real lab: active/active traffic on east and west, east
 lost, failover to west, traffic goes on on west; then east comes back with its data
 (``resync``) or is rebuilt empty (``reseed``). Afterwards each cluster holds every record
 exactly once, the gate is green, the consumer group is back on east at the right position,

@@ -1,5 +1,5 @@
 """Bad input to the replication job: each gives one clear error naming what and where, and
-nothing is half-applied (issue #3's bad-input list; issue #9 extends it)."""
+nothing is half-applied."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``kafka-dr bench --quick`` on the real lab: the benchmark runs end to end (issue #8).
+"""``kafka-dr bench --quick`` on the real lab: the benchmark runs end to end.
 
 Only the shape is checked (the table, then one JSON line with every figure, every copy
 complete); never a timing: figures on a shared CI machine mean nothing.

@@ -1,4 +1,4 @@
-"""``dr_data_quality`` against the real lab (issue #7's "done when").
+"""``dr_data_quality`` against the real lab.
 
 After replication the DAG is green and Data Docs show the run; then one fault of each kind is
 injected into its own topic (a record deleted on the target, a record altered, a record with

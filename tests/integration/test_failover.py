@@ -1,5 +1,5 @@
 """dr_failover on the real lab: a consumer group reads part of a topic on east, east stops,
-the DAG runs, and the same group on west resumes at exactly the next unread record (issue #5).
+the DAG runs, and the same group on west resumes at exactly the next unread record.
 """
 
 from __future__ import annotations

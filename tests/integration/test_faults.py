@@ -1,4 +1,4 @@
-"""Fault injection on the real lab (issue #9): the replication job (spark-submit,
+"""Fault injection on the real lab: the replication job (spark-submit,
 continuous) rides out a broker stopped and restarted, the network to the target cut and
 restored, and steady load; after each trial the target holds every source record exactly
 once (``check_replica``: nothing lost or duplicated; bytes, headers, timestamps, order equal).

@@ -1,6 +1,6 @@
 """An open range (a streaming task's copy) commits as soon as it has read everything fetched
 (group commit), not only when ``chunk_seconds`` is up: that is what keeps a continuous flow's
-latency near one commit under a steady load (issue #8, docs/benchmarks.md).
+latency near one commit under a steady load (docs/benchmarks.md).
 
 Checked by counting, not timing: records arrive in three bursts two seconds apart while the
 chunk may last a minute. With group commit each burst is its own transaction; without it

@@ -1,4 +1,4 @@
-"""Re-reads after failover: our offset translation against MirrorMaker 2's checkpoints (issue #5).
+"""Re-reads after failover: our offset translation against MirrorMaker 2's checkpoints.
 
 One topic on east, the same data replicated to west twice: by our copier (provenance, same name)
 and by MirrorMaker 2 from Maven Central (dedicated mode, checkpoints every second, into

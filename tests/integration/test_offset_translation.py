@@ -1,4 +1,4 @@
-"""Offset translation and group-offset sync on the real lab (issue #5, items 1 and 2).
+"""Offset translation and group-offset sync on the real lab.
 
 Every expectation is computed from what west really holds: the record at a translated offset
 must be the first record from east's partition whose ``dr.origin.offset`` is >= the committed

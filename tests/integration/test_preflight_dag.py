@@ -1,4 +1,4 @@
-"""dr_preflight and run_preflight against the real lab (issue #4, part 5)."""
+"""dr_preflight and run_preflight against the real lab."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The replication engine against the real lab, through Spark (issue #3's "done when").
+"""The replication engine against the real lab, through Spark.
 
 Every check is exact (tests/kafka_checks.py): each cluster holds every record produced
 anywhere exactly once, nothing else, bytes/headers/timestamps equal, per-partition order kept.

@@ -1,4 +1,4 @@
-"""The product over SASL_SSL (SCRAM-SHA-512) with generated certificates (issue #9):
+"""The product over SASL_SSL (SCRAM-SHA-512) with generated certificates:
 replication (spark-submit, and the replication DAG), heartbeats, topic-config sync and a
 failover dry run, with credentials from environment variables and from Airflow connections;
 a wrong password is named as an authentication failure without the secret; and no log,

@@ -1,4 +1,4 @@
-"""dr_topic_config_sync against the real lab, run with dag.test() (issue #4, part 3).
+"""dr_topic_config_sync against the real lab, run with dag.test().
 
 Every test narrows the flows to its own topics (``flow_config``), so it never sees another
 test's topics; topics that the flows do not select must come out untouched.

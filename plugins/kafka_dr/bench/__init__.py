@@ -1,5 +1,5 @@
 """``kafka-dr bench``: this project's replication job against MirrorMaker 2 and the raw-pipe
-limit, side by side on the same lab brokers, topics and data (issue #8).
+limit, side by side on the same lab brokers, topics and data.
 
 - :mod:`.procmem`  peak RSS of a process tree, sampled from ``/proc``;
 - :mod:`.load`     backlogs, a steady producer, arrival timelines, counts and a latency probe;

@@ -140,7 +140,7 @@ def connect_to_a_known_broker(client: Producer, timeout: float = 10.0, tries: in
     connect, so asking until a broker known by id answers leaves one up for the lookup.
 
     Measured on the lab (fresh producers, one broker): ``init_transactions`` alone took 55 ms,
-    or about 505 ms in 3 of 40 tries (half of them in session 9's runs); after this call
+    or about 505 ms in 3 of 40 tries; after this call
     (about 54 ms, librdkafka's connect throttle) it took 2-8 ms in 40 of 40. A backlog of
     1,000,000 records of 100 B, interleaved runs: 171,000 records/s on average against
     163,000 without, the job's start-up 16 s against 17.6 s. A cluster that does not answer
