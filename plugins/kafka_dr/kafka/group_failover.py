@@ -21,24 +21,14 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.offset_translation import _group_state, commit_translations, offset_sync_topic, translate_group
+from kafka_dr.kafka.offset_translation import _group_state, commit_translations, offset_sync_records, offset_sync_topic, translate_group
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count
 
 
 def last_synced_positions(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict:
     """``{(topic, partition): SyncedPosition}`` of ``group`` as the offset sync last recorded it on the target."""
-    topic = offset_sync_topic(cfg.internal_prefix)
-    tgt = cfg.cluster(flow.target)
-    n = partition_count(clients.admin(tgt, resolve), topic)
-    if n is None:
-        return {}
-    c = clients.consumer(tgt, f"{cfg.internal_prefix}.failover-reader", resolve)
-    try:
-        records = read_partitions(c, topic, list(range(n)), timeout=60)
-    finally:
-        c.close()
-    return core.latest_synced_positions([(r.key, r.value) for r in records], flow.name, group)
+    return core.latest_synced_positions(offset_sync_records(cfg, flow, "failover-reader", resolve), flow.name, group)
 
 
 def synced_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:

@@ -316,21 +316,26 @@ def translate_offset(cfg: DrConfig, flow: FlowConfig, topic: str, partition: int
 def last_synced_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict[tuple[str, int], int]:
     """The source offsets of ``group`` last recorded by :func:`sync_group_offsets` on the target
     (``<internal_prefix>.offset-sync``): what to translate when the source is gone."""
+    return core.latest_synced(offset_sync_records(cfg, flow, "offset-translation", resolve), flow.name, group)
+
+
+def offset_sync_records(cfg: DrConfig, flow: FlowConfig, reader: str, resolve: SecretResolver | None = None) -> list[tuple]:
+    """Every ``(key, value)`` on the flow's target offset-sync topic (none when it does not exist);
+    ``reader`` names the consumer group suffix of the caller."""
     from kafka_dr.kafka.reading import read_partitions
     from kafka_dr.kafka.topics import partition_count
 
     topic = offset_sync_topic(cfg.internal_prefix)
     tgt = cfg.cluster(flow.target)
-    admin = clients.admin(tgt, resolve)
-    n = partition_count(admin, topic)
+    n = partition_count(clients.admin(tgt, resolve), topic)
     if n is None:
-        return {}
-    c = clients.consumer(tgt, f"{cfg.internal_prefix}.offset-translation", resolve)
+        return []
+    c = clients.consumer(tgt, f"{cfg.internal_prefix}.{reader}", resolve)
     try:
         records = read_partitions(c, topic, list(range(n)), timeout=60)
     finally:
         c.close()
-    return core.latest_synced([(r.key, r.value) for r in records], flow.name, group)
+    return [(r.key, r.value) for r in records]
 
 
 # --- sync ---------------------------------------------------------------------------------
