@@ -68,7 +68,10 @@ def checkout():
     Airflow and Kafka settings removed, the virtualenv's bin on PATH as after ``activate``.
     A fixed folder beside the suite's lab, so that a crashed earlier run's brokers are stopped first."""
     root = TEST_LAB.with_name(TEST_LAB.name + "-checkout")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "KAFKA_DR", "PYSPARK", "SPARK_"))}
+    # A fresh shell: no settings of ours, and none of make's own (``make test`` runs the suite,
+    # and a nested make would print its directory changes).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AIRFLOW", "KAFKA_DR", "PYSPARK", "SPARK_")) and k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["KAFKA_DR_LAB_BASE_PORT"] = str(TEST_BASE_PORT + 1500)
     env["KAFKA_DR_LOG_DIR"] = str(root / "logs")
@@ -102,5 +105,7 @@ def test_documented_command_works_as_printed(checkout, command):
         assert re.search(check.last_line, proc.stdout + proc.stderr), out
         return
     assert "Traceback" not in proc.stdout + proc.stderr, out
+    if not command.startswith("spark-submit"):  # our commands keep Spark's log lines off the console
+        assert not re.search(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO) ", proc.stderr, re.M), out
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     assert lines and re.search(check.last_line, lines[-1]), out

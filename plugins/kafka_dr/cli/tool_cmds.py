@@ -95,6 +95,8 @@ def run_bench(a: argparse.Namespace) -> int:
 
 
 def demo_run(a: argparse.Namespace) -> int:
+    from kafka_dr.cli.console import spark_output_to_file
     from kafka_dr.demo import run_demo
 
-    return run_demo(a.dir)
+    with spark_output_to_file("demo", a.verbose):
+        return run_demo(a.dir)
