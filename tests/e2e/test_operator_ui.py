@@ -112,7 +112,6 @@ def publish_dq_record(cfg, docs: Path) -> dict:
     """A record in the data-quality DAG's published shape (the DAG is another feature; this
     test checks that the page reads that contract and serves the Data Docs folder)."""
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.status_reads import dq_results_topic
     from kafka_dr.kafka.topics import ensure_topic
 
     docs.mkdir(parents=True, exist_ok=True)
@@ -120,9 +119,9 @@ def publish_dq_record(cfg, docs: Path) -> dict:
     record = {"run_id": "dq-ui-test", "ts_ms": int(time.time() * 1000), "success": True, "failed": [], "checked_partitions": 4,
               "docs_path": str(docs / "index.html")}
     for name, cluster in cfg.clusters.items():
-        ensure_topic(clients.admin(cluster), dq_results_topic(cfg), partitions=1)
+        ensure_topic(clients.admin(cluster), cfg.names.dq_results_topic, partitions=1)
         p = clients.producer(cluster)
-        p.produce(dq_results_topic(cfg), key=b"dq", value=json.dumps(record).encode())
+        p.produce(cfg.names.dq_results_topic, key=b"dq", value=json.dumps(record).encode())
         assert p.flush(30) == 0, f"dq record not acknowledged by {name}"
     return record
 

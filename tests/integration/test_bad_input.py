@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from kafka_checks import check_replica, produce_varied, read_topic
-from kafka_dr.core.progress import progress_group
+from kafka_dr.core.naming import InternalNames
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.core.progress import ProgressLost
@@ -145,7 +145,7 @@ def test_deleted_progress_is_refused_unless_reset(lab, lab_config, spark, tmp_pa
     opts = dict(config=str(config), flow="east_to_west", mode="incremental", max_restarts=2)
     run_flow(JobOptions(**opts), spark=spark)
     admin = clients.admin(west)
-    for fut in admin.delete_consumer_groups([progress_group(prefix, "east_to_west")], request_timeout=30).values():
+    for fut in admin.delete_consumer_groups([InternalNames(prefix).progress_group("east_to_west")], request_timeout=30).values():
         fut.result()
     second = produce_varied(east, topic_name, "second", 10, 2)
 

@@ -21,7 +21,6 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from kafka_checks import read_topic, varied_rows
 from kafka_dr.core.config_load import load_config
-from kafka_dr.core.dq import results_topic
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.schema_mirror import mirror
 from kafka_dr.kafka.topics import ensure_topic
@@ -109,7 +108,7 @@ def test_green_after_replication_with_data_docs(lab, lab_config, airflow_db, spa
 
     # the summary is on every cluster, for the status page
     for c in (east, west):
-        records = [json.loads(r.value) for r in read_topic(c, results_topic(cfg.internal_prefix))]
+        records = [json.loads(r.value) for r in read_topic(c, cfg.names.dq_results_topic)]
         mine = [r for r in records if r["run_id"] == result.run_id]
         assert mine == [result.to_record()] and mine[0]["success"] is True
 

@@ -13,7 +13,6 @@ from confluent_kafka import TopicPartition
 
 from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
-from kafka_dr.core.progress import progress_group
 from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import RangeCopier, RangeSpec
@@ -21,7 +20,7 @@ from kafka_dr.kafka.failover import format_summary, move_consumer_groups, rpo_re
 from kafka_dr.kafka.offset_translation import sync_group_offsets, translate_group
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
-from kafka_dr.spark.job import JobOptions, metrics_topic, run_flow
+from kafka_dr.spark.job import JobOptions, run_flow
 from test_failover import _consume, isolated_config
 from test_offset_translation import commit, produce
 
@@ -146,10 +145,10 @@ def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_t
     sync_group_offsets(cfg, e2w, groups=[group])
     # figures an earlier config with the same flow name left on west, for a topic this one does not select
     stale = f"stale.{topic_name[-6:]}"
-    produce_all(clients.producer(west), metrics_topic(cfg.internal_prefix), [(b"east_to_west", json.dumps(
+    produce_all(clients.producer(west), cfg.names.metrics_topic, [(b"east_to_west", json.dumps(
         {"flow": "east_to_west", "topic": stale, "partition": 0, "target_topic": stale, "end": 100, "lag": 5}).encode(), [], None, 0)])
     ensure_topic(clients.admin(west), stale, partitions=1)
-    commit(west, progress_group(cfg.internal_prefix, "east_to_west"), {(stale, 0): 40})
+    commit(west, cfg.names.progress_group("east_to_west"), {(stale, 0): 40})
 
     # east lost: what west knows (the sync's count, the job's last ends) says 0, and only this topic
     dead = east_down(path, tmp_path)

@@ -109,7 +109,7 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
     record ends up on the target once, and the repaired progress is committed."""
     from confluent_kafka import Producer, TopicPartition
 
-    from kafka_dr.core.progress import encode_metadata, progress_group, task_transactional_id, transactional_id
+    from kafka_dr.core.progress import encode_metadata
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
     from kafka_dr.kafka.task_copier import TaskCopier
@@ -122,8 +122,8 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
     config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30)])
-    group = progress_group(cfg.internal_prefix, flow.name)
-    partition_id, task_id = transactional_id(cfg.internal_prefix, flow.name, topic_name, 0), task_transactional_id(cfg.internal_prefix, flow.name)
+    group = cfg.names.progress_group(flow.name)
+    partition_id, task_id = cfg.names.transactional_id(flow.name, topic_name, 0), cfg.names.task_transactional_id(flow.name)
 
     def lose_progress(txn_id: str, back_to: int, pending: int) -> None:
         """The committed progress set back to ``back_to`` and a pending commit of ``pending``."""
@@ -174,7 +174,6 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     out. It is recreated twice, with an offset that would skip records if it ever counted:
     the copier clears it by itself and copies on, and so does the job's start
     (``initialOffset``). Every record ends up on the target once."""
-    from kafka_dr.core.progress import progress_group, transactional_id
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
     from kafka_dr.kafka.orphaned_offsets import ProgressUnstable
@@ -190,8 +189,8 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     admin = clients.admin(west)
 
     def orphan(offset: int) -> None:
-        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], transactional_id(cfg.internal_prefix, flow.name, topic_name, 0),
-                                 progress_group(cfg.internal_prefix, flow.name), topic_name, 0, offset)
+        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], cfg.names.transactional_id(flow.name, topic_name, 0),
+                                 cfg.names.progress_group(flow.name), topic_name, 0, offset)
         with pytest.raises(ProgressUnstable, match=rf"{topic_name}\[0\]"):
             read_committed_progress(cfg, flow, [(topic_name, 0)], timeout=5)
 

@@ -18,7 +18,7 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
-from kafka_dr.spark.job import JobOptions, metrics_topic, run_flow
+from kafka_dr.spark.job import JobOptions, run_flow
 
 pytestmark = [pytest.mark.lab]
 
@@ -93,7 +93,7 @@ def test_active_active_provenance(lab, lab_config, spark, tmp_path, topic_name):
     # observability: each batch's per-partition figures are on the target's metrics topic
     import json
 
-    rows = [json.loads(r.value) for r in read_topic(west, metrics_topic(lab_config.internal_prefix)) if r.key == b"east_to_west"]
+    rows = [json.loads(r.value) for r in read_topic(west, lab_config.names.metrics_topic) if r.key == b"east_to_west"]
     mine = [r for r in rows if r["topic"] == topic_name]
     assert sum(r["written"] for r in mine) == 300 and {r["partition"] for r in mine} == {0, 1, 2}
     assert all(r["latency_p99_ms"] is not None for r in mine if r["written"])
@@ -264,7 +264,7 @@ def test_records_deleted_before_the_first_run_are_reported_once(lab, lab_config,
     assert (first.written_by_topic[topic_name], first.lost_to_retention) == (6, 4)
     assert line in first.warnings and line in caplog.messages
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(4, 10)]
-    mtopic = metrics_topic(lab_config.internal_prefix)
+    mtopic = lab_config.names.metrics_topic
     rows = [json.loads(r.value) for r in read_topic(west, mtopic) if r.key == b"east_to_west"]
     mine = [(r["start"], r["written"], r["lost_to_retention"], r["lost_first"], r["lost_last"]) for r in rows if r["topic"] == topic_name]
     assert mine == [(4, 6, 4, 0, 3)]

@@ -179,7 +179,6 @@ def test_a_crashed_transaction_is_fenced_and_nothing_duplicated(setup):
     the next run fences it, its records never become visible, every record is there once."""
     from confluent_kafka import Producer
 
-    from kafka_dr.core.schema_registry import mirror_group
     from kafka_dr.kafka.schema_mirror import mirror, verify
 
     cfg, east_topic, west_topic = setup()
@@ -188,7 +187,7 @@ def test_a_crashed_transaction_is_fenced_and_nothing_duplicated(setup):
     assert mirror(cfg, "west").copied == 17
 
     write(east, east_topic, [(skey("late-value", 1), sval("late-value", 1, 9, '"int"'), None, None, 0)])
-    zombie = Producer(clients.client_config(west, **{"transactional.id": mirror_group(cfg.internal_prefix, "east", "west")}))
+    zombie = Producer(clients.client_config(west, **{"transactional.id": cfg.names.schema_mirror_group("east", "west")}))
     zombie.init_transactions(30)
     zombie.begin_transaction()
     zombie.produce(west_topic, key=skey("late-value", 1), value=sval("late-value", 1, 9, '"int"'), partition=0)

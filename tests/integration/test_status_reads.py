@@ -13,8 +13,7 @@ from kafka_dr.core.dr_state import DrState
 from kafka_dr.core.status import build_status
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.heartbeats import emit
-from kafka_dr.kafka.state_store import state_topic
-from kafka_dr.kafka.status_reads import dq_results_topic, read_status_inputs
+from kafka_dr.kafka.status_reads import read_status_inputs
 from kafka_dr.kafka.topics import ensure_topic
 
 pytestmark = pytest.mark.lab
@@ -26,16 +25,16 @@ def test_reads_state_dq_and_health_and_reports_the_silent_cluster(lab_config):
                               clusters={**lab_config.clusters, "north": ClusterConfig("north", "127.0.0.1:1")})
     east, west = cfg.cluster("east"), cfg.cluster("west")
     for cluster, version, active in ((east, 3, "east"), (west, 5, "west")):  # west holds the newer state
-        ensure_topic(clients.admin(cluster), state_topic(cfg), partitions=1, config={"cleanup.policy": "compact"})
+        ensure_topic(clients.admin(cluster), cfg.names.state_topic, partitions=1, config={"cleanup.policy": "compact"})
         p = clients.producer(cluster)
-        p.produce(state_topic(cfg), key=b"state", value=DrState(version, active, active, ("east",) if active == "west" else ()).encode())
+        p.produce(cfg.names.state_topic, key=b"state", value=DrState(version, active, active, ("east",) if active == "west" else ()).encode())
         assert p.flush(30) == 0
     for cluster, ts in ((east, 1000), (west, 2000), (east, 1500)):
-        ensure_topic(clients.admin(cluster), dq_results_topic(cfg), partitions=1)
+        ensure_topic(clients.admin(cluster), cfg.names.dq_results_topic, partitions=1)
         p = clients.producer(cluster)
-        p.produce(dq_results_topic(cfg), value=json.dumps({"run_id": f"dq-{ts}", "ts_ms": ts, "success": ts != 2000,
+        p.produce(cfg.names.dq_results_topic, value=json.dumps({"run_id": f"dq-{ts}", "ts_ms": ts, "success": ts != 2000,
                                                            "failed": ["orders[0]"] if ts == 2000 else [], "checked_partitions": 2}).encode())
-        p.produce(dq_results_topic(cfg), value=b"not json")
+        p.produce(cfg.names.dq_results_topic, value=b"not json")
         assert p.flush(30) == 0
     emit(cfg, "east")
     emit(cfg, "west")
@@ -51,7 +50,7 @@ def test_reads_state_dq_and_health_and_reports_the_silent_cluster(lab_config):
     assert got["dq"]["run_id"] == "dq-2000" and got["dq"]["failed"] == ["orders[0]"]
     assert got["read_errors"] == {}
     # the flows' sources' topic names, for the "selects no topics" judgement (north is no source)
-    assert set(got["topics"]) == {"east", "west"} and dq_results_topic(cfg) in got["topics"]["west"]
+    assert set(got["topics"]) == {"east", "west"} and cfg.names.dq_results_topic in got["topics"]["west"]
 
     report = build_status(cfg, health, got["state"], got["heartbeats"], got["metrics"], got["dq"], {}, int(time.time() * 1000))
     texts = [a.text for a in report.alerts]

@@ -297,7 +297,6 @@ def test_records_deleted_before_a_first_copy_are_counted_once_with_their_offsets
 def test_a_progress_commit_of_the_task_id_that_no_transaction_owns_is_cleared(lab, tmp_path, topic_name):
     """The orphaned pending commit of test_faults (a target restart left it behind), here left
     by the task's id: the task copier clears it by itself, and so does the job's start."""
-    from kafka_dr.core.progress import progress_group, task_transactional_id
     from kafka_dr.spark.source import ReplicationStreamReader
     from kafka_wire import orphaned_progress_commit, transaction_verification
 
@@ -307,8 +306,8 @@ def test_a_progress_commit_of_the_task_id_that_no_transaction_owns_is_cleared(la
     admin = clients.admin(west)
 
     def orphan(offset: int) -> None:
-        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], task_transactional_id(cfg.internal_prefix, flow.name),
-                                 progress_group(cfg.internal_prefix, flow.name), topic_name, 0, offset)
+        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], cfg.names.task_transactional_id(flow.name),
+                                 cfg.names.progress_group(flow.name), topic_name, 0, offset)
 
     transaction_verification(admin, False)  # the broker would refuse a TxnOffsetCommit outside a transaction
     try:

@@ -85,7 +85,7 @@ def test_full_config_parses_into_typed_values():
 
     assert cfg.source_path == "full.yaml"
     assert cfg.internal_prefix == "_dr"
-    assert cfg.heartbeat_topic == "_dr.heartbeats"
+    assert cfg.names.heartbeat_topic == "_dr.heartbeats"
     assert list(cfg.clusters) == ["east", "west"]
 
     east = cfg.cluster("east")

@@ -16,7 +16,6 @@ from kafka_dr.core.dq import (
     identity,
     read_origin,
     record_digest,
-    results_topic,
     window_bounds,
 )
 from kafka_dr.core.topic_sync import TopicState, plan_topic
@@ -92,7 +91,6 @@ def test_result_record_and_exception():
                              "failed": ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"], "docs_path": "/x/index.html"}
     e = DataQualityFailed(r)
     assert e.result is r and "FAILED, 4 topic-partition(s)" in str(e) and "missing=2" in str(e) and "/x/index.html" in str(e)
-    assert results_topic("_kafka_dr") == "_kafka_dr.dq-results"
 
 
 def test_suite_files_name_every_check():

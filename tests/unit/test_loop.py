@@ -92,7 +92,7 @@ def test_internal_topics_are_not_copied(cfg, topic):
 
 @pytest.mark.parametrize("cfg", [NOT_TO_ORIGIN, LOCAL_ONLY, THREE], ids=["not_to_origin", "local_only", "copy_flags"])
 def test_the_heartbeat_topic_is_always_copied_under_its_own_name(cfg):
-    assert cfg.heartbeat_topic == "_kafka_dr.heartbeats"
+    assert cfg.names.heartbeat_topic == "_kafka_dr.heartbeats"
     assert router(cfg, "east", "west").target_topic("_kafka_dr.heartbeats") == "_kafka_dr.heartbeats"
 
 

@@ -1,10 +1,10 @@
-"""PrefixNaming: MirrorMaker 2's DefaultReplicationPolicy, restricted to known cluster prefixes."""
+"""Naming: MirrorMaker 2's DefaultReplicationPolicy restricted to known cluster prefixes, and every internal name."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafka_dr.core.naming import PrefixNaming, identity_target_topic
+from kafka_dr.core.naming import InternalNames, PrefixNaming, identity_target_topic
 
 N = PrefixNaming(frozenset({"east", "west", "north"}))
 
@@ -121,3 +121,31 @@ def test_the_longest_known_cluster_prefix_wins():
 def test_identity_naming():
     assert identity_target_topic("orders") == "orders"
     assert identity_target_topic("east.orders") == "east.orders"
+
+
+def test_every_internal_name_starts_with_the_prefix():
+    names = InternalNames("_kafka_dr")
+    assert names.heartbeat_topic == "_kafka_dr.heartbeats"
+    assert names.metrics_topic == "_kafka_dr.metrics"
+    assert names.offset_sync_topic == "_kafka_dr.offset-sync"
+    assert names.dq_results_topic == "_kafka_dr.dq-results"
+    assert names.seed_map_topic == "_kafka_dr.seed-map"
+    assert names.state_topic == "_kafka_dr.state"
+    assert names.progress_group("east_to_west") == "_kafka_dr.progress.east_to_west"
+    assert names.progress_scan_group("a-b") == "_kafka_dr.progress.a-b.scan"
+    assert names.schema_mirror_group("east", "west") == "_kafka_dr.schemas.east_to_west"
+    assert names.reader_group("failback-gate") == "_kafka_dr.failback-gate"
+    assert names.transactional_id("east_to_west", "orders", 3) == "_kafka_dr.east_to_west.orders.3"
+    assert names.task_transactional_id("east_to_west") == "_kafka_dr.east_to_west.task"
+    assert names.is_internal("_kafka_dr.state") and not names.is_internal("orders")
+
+
+def test_a_task_id_never_equals_a_partition_id():
+    names = InternalNames("dr")
+    # a topic named "task"'s partition ids end in a number; the task id never does
+    assert names.task_transactional_id("f") not in {names.transactional_id("f", "task", p) for p in range(3)}
+
+
+def test_an_unknown_reader_is_refused():
+    with pytest.raises(ValueError, match="unknown reader 'failover'"):
+        InternalNames("dr").reader_group("failover")

@@ -1,15 +1,10 @@
-"""A flow's progress: where a range copy resumes, the commit metadata, the group name."""
+"""A flow's progress: where a range copy resumes, the commit metadata."""
 
 from __future__ import annotations
 
 import pytest
 
-from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, first_run_gap, progress_group, resume_offset
-
-
-def test_progress_group():
-    assert progress_group("_kafka_dr", "east_to_west") == "_kafka_dr.progress.east_to_west"
-    assert progress_group("dr", "a-b") == "dr.progress.a-b"
+from kafka_dr.core.progress import ProgressLost, decode_metadata, encode_metadata, first_run_gap, resume_offset
 
 
 @pytest.mark.parametrize("allow_reset", [False, True])

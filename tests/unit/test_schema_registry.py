@@ -14,7 +14,6 @@ from kafka_dr.core.schema_registry import (
     SchemaRecordError,
     SchemaReference,
     diff_states,
-    mirror_group,
     parse_key,
     parse_schema_value,
     rebuild_state,
@@ -44,10 +43,6 @@ def records(*kv):
 
 
 # --- names -------------------------------------------------------------------------------
-
-
-def test_mirror_group():
-    assert mirror_group("_kafka_dr", "east", "west") == "_kafka_dr.schemas.east_to_west"
 
 
 def test_rename_subject():

@@ -30,7 +30,6 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.heartbeats import measure
     from kafka_dr.kafka.selection import read_selections
-    from kafka_dr.spark.job import metrics_topic
 
     results, problems = {}, []
     for flow in cfg.flows:
@@ -44,7 +43,7 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
         results[flow.name] = {**lat.to_dict(), "warnings": []}
         try:
             p = clients.producer(cfg.cluster(flow.target), resolve)
-            p.produce(metrics_topic(cfg.internal_prefix), key=f"heartbeat:{flow.name}".encode(), value=json.dumps(lat.to_dict()).encode())
+            p.produce(cfg.names.metrics_topic, key=f"heartbeat:{flow.name}".encode(), value=json.dumps(lat.to_dict()).encode())
             p.flush(10)
         except Exception:  # noqa: BLE001 - recording is best effort; the judgement below is not
             pass

@@ -25,7 +25,6 @@ from confluent_kafka.admin import AdminClient
 from kafka_dr.bench.mm2 import MirrorMaker2, Mm2Settings
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.config_load import load_config
-from kafka_dr.core.progress import progress_group
 from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.topics import ensure_topic
 
@@ -127,7 +126,7 @@ class Ours(System):
         (target end offsets cannot tell: transaction markers take offsets too)."""
         if self._progress is None:
             self._progress = Consumer(client_config(self.target, **{
-                "group.id": progress_group(self._flow_cfg.internal_prefix, FLOW), "enable.auto.commit": False}))
+                "group.id": self._flow_cfg.names.progress_group(FLOW), "enable.auto.commit": False}))
         try:
             got = self._progress.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=5)
         except Exception:  # noqa: BLE001 - the target topic or the group may not exist yet

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from kafka_dr.core.distribution import DistributionTree
+from kafka_dr.core.naming import InternalNames
 from kafka_dr.core.secret_refs import SecretRef
 
 #: Topics that are never replicated unless a flow names them explicitly in ``allow``:
@@ -247,5 +248,6 @@ class DrConfig:
         return tuple(f for f in self.flows if f.target == cluster)
 
     @property
-    def heartbeat_topic(self) -> str:
-        return f"{self.internal_prefix}.heartbeats"
+    def names(self) -> InternalNames:
+        """Every internal topic, group and transactional id (:mod:`kafka_dr.core.naming`)."""
+        return InternalNames(self.internal_prefix)

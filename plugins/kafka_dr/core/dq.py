@@ -41,11 +41,6 @@ _TS = struct.Struct(">q")
 _MASK63 = (1 << 63) - 1
 
 
-def results_topic(internal_prefix: str) -> str:
-    """Where every data-quality run publishes its summary (one JSON record per run)."""
-    return f"{internal_prefix}.dq-results"
-
-
 def record_digest(key: bytes | None, value: bytes | None, headers: Headers | None, timestamp_ms: int) -> int:
     """A 63-bit digest of a record's key, value, own headers (in order) and timestamp.
 

@@ -134,4 +134,4 @@ def router_for(cfg: DrConfig, flow: FlowConfig) -> Router:
         level = cfg.distribution.level_between(flow.source, flow.target)
         if level is None:
             raise ValueError(f"flow {flow.name!r}: {flow.source} and {flow.target} share no level of the distribution tree")
-    return Router(flow, flow.loop_policy, naming, level, cfg.heartbeat_topic)
+    return Router(flow, flow.loop_policy, naming, level, cfg.names.heartbeat_topic)

@@ -66,3 +66,91 @@ class PrefixNaming:
 
 def identity_target_topic(topic: str) -> str:
     return topic
+
+
+@dataclass(frozen=True)
+class InternalNames:
+    """Every topic, consumer group and ``transactional.id`` the product creates on a cluster.
+
+    All start with the configured ``internal_prefix``, so topic selection, group sync and the
+    parity checks can tell the product's own names from the user's with one test
+    (:meth:`is_internal`). Nothing else in the package spells an internal name.
+    """
+
+    prefix: str
+
+    def is_internal(self, name: str) -> bool:
+        return name.startswith(self.prefix)
+
+    # --- topics -----------------------------------------------------------------------------
+
+    @property
+    def heartbeat_topic(self) -> str:
+        """Heartbeats: emitted on every cluster and replicated like data."""
+        return f"{self.prefix}.heartbeats"
+
+    @property
+    def metrics_topic(self) -> str:
+        """One JSON row per micro-batch of a flow, keyed by flow name, on the flow's target."""
+        return f"{self.prefix}.metrics"
+
+    @property
+    def offset_sync_topic(self) -> str:
+        """The translated group positions recorded on a target (what a failover reads)."""
+        return f"{self.prefix}.offset-sync"
+
+    @property
+    def dq_results_topic(self) -> str:
+        """Where every data-quality run publishes its summary (one JSON record per run)."""
+        return f"{self.prefix}.dq-results"
+
+    @property
+    def seed_map_topic(self) -> str:
+        """Runs of (source offset, target offset) written while a failback seeds a cluster."""
+        return f"{self.prefix}.seed-map"
+
+    @property
+    def state_topic(self) -> str:
+        """The compacted topic holding the active/standby state (one record, key ``state``)."""
+        return f"{self.prefix}.state"
+
+    # --- consumer groups --------------------------------------------------------------------
+
+    def progress_group(self, flow: str) -> str:
+        """The group whose committed offsets on the target are a flow's copy progress."""
+        return f"{self.prefix}.progress.{flow}"
+
+    def progress_scan_group(self, flow: str) -> str:
+        """Reads a flow's progress without ever committing (never the progress group itself)."""
+        return f"{self.progress_group(flow)}.scan"
+
+    def schema_mirror_group(self, primary: str, target: str) -> str:
+        """The schema mirror's progress group on the target; also its fixed ``transactional.id``."""
+        return f"{self.prefix}.schemas.{primary}_to_{target}"
+
+    def reader_group(self, purpose: str) -> str:
+        """A ``group.id`` for a reader that assigns partitions and never commits.
+
+        :param purpose: one of :data:`READERS`.
+        """
+        if purpose not in READERS:
+            raise ValueError(f"unknown reader {purpose!r} (known: {', '.join(READERS)})")
+        return f"{self.prefix}.{purpose}"
+
+    # --- transactional ids ------------------------------------------------------------------
+
+    def transactional_id(self, flow: str, source_topic: str, partition: int) -> str:
+        """The copier's ``transactional.id`` for one source partition: fixed, so a new producer
+        fences every earlier one (zombies included), and the only producer id that commits this
+        partition's progress."""
+        return f"{self.prefix}.{flow}.{source_topic}.{partition}"
+
+    def task_transactional_id(self, flow: str) -> str:
+        """The ``transactional.id`` of a streaming task that copies all of a flow's partitions in
+        one transaction. Never equal to a per-partition id, which always ends in ``.<partition>``."""
+        return f"{self.prefix}.{flow}.task"
+
+
+#: The purposes of the product's non-committing readers (each its own ``group.id``).
+READERS = ("failover-reader", "failback-reader", "failback-gate", "status-reader", "offset-translation",
+           "heartbeat-reader", "state-reader", "dq-reader")

@@ -17,24 +17,6 @@ from __future__ import annotations
 
 import json
 
-def progress_group(internal_prefix: str, flow: str) -> str:
-    return f"{internal_prefix}.progress.{flow}"
-
-
-def transactional_id(internal_prefix: str, flow: str, source_topic: str, partition: int) -> str:
-    """The copier's ``transactional.id`` for one source partition: fixed, so a new producer
-    fences every earlier one (zombies included), and the only producer id that commits this
-    partition's progress."""
-    return f"{internal_prefix}.{flow}.{source_topic}.{partition}"
-
-
-def task_transactional_id(internal_prefix: str, flow: str) -> str:
-    """The ``transactional.id`` of a streaming task that copies all of a flow's partitions in
-    one transaction (:mod:`kafka_dr.kafka.task_copier`). Never equal to a per-partition id,
-    which always ends in ``.<partition number>``."""
-    return f"{internal_prefix}.{flow}.task"
-
-
 def encode_metadata(source_topic: str, updated_ms: int) -> str:
     return json.dumps({"src": source_topic, "ts": updated_ms}, separators=(",", ":"))
 

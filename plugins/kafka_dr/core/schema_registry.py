@@ -43,13 +43,6 @@ class SchemaRecordError(ValueError):
 # --- names ------------------------------------------------------------------------------
 
 
-def mirror_group(internal_prefix: str, primary: str, target: str) -> str:
-    """The consumer group on the target whose committed offset is the mirror's progress.
-
-    Also used as the mirror producer's fixed ``transactional.id``."""
-    return f"{internal_prefix}.schemas.{primary}_to_{target}"
-
-
 def rename_subject(subject: str, template: str) -> str:
     """``orders-value`` -> ``dr-orders-value`` for template ``dr-{subject}``.
 

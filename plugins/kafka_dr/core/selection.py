@@ -44,7 +44,7 @@ def selected_data_topics(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str])
     """The topics among ``topics`` (names on the flow's source) that the flow copies as data."""
     router = router_for(cfg, flow)
     return sorted(t for t in topics
-                  if t != cfg.heartbeat_topic and not t.startswith(cfg.internal_prefix) and router.target_topic(t) is not None)
+                  if t != cfg.names.heartbeat_topic and not cfg.names.is_internal(t) and router.target_topic(t) is not None)
 
 
 def empty_selection(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str]) -> EmptySelection | None:

@@ -35,8 +35,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import Transform, router_for
 from kafka_dr.core.record_batch import own_batch_bytes
-from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, progress_group, resume_offset, task_transactional_id,
-                                    transactional_id)
+from kafka_dr.core.progress import (ProgressLost, decode_metadata, encode_metadata, resume_offset)
 from kafka_dr.kafka.clients import SecretResolver, client_config, connect_to_a_known_broker, one_shot_transactional_config
 from kafka_dr.kafka.first_run_gap import FirstRunGaps
 from kafka_dr.kafka.gc_pause import gc_paused
@@ -340,7 +339,7 @@ class RangeCopier:
         self.transform = transform or router_for(cfg, flow).transform()
         self.keep_timestamp = keep_timestamp
         self.seed_map_topic = seed_map_topic
-        self.group = progress_group(cfg.internal_prefix, flow.name)
+        self.group = cfg.names.progress_group(flow.name)
         self._producers: dict[tuple[str, int], Producer] = {}
         self._reports: dict[tuple[str, int], Reports] = {}  #: what each producer's callbacks reported
         self.limits = limits or TargetLimits(cfg.cluster(flow.target), resolve)
@@ -363,11 +362,11 @@ class RangeCopier:
                 # every new producer, as a producer of the partition's own id fences that id's
                 # zombies: a redo after this copier was fenced by a task copier fences it back,
                 # and whichever copies next reads committed progress after the fencing.
-                fence(self.cfg, self.flow, self.resolve, [task_transactional_id(self.cfg.internal_prefix, self.flow.name)])
+                fence(self.cfg, self.flow, self.resolve, [self.cfg.names.task_transactional_id(self.flow.name)])
             reports = self._reports[key] = Reports()
             sizing = self.limits.sizing(self._written_topics(spec))  # batches within the topics' max.message.bytes
             p = transactional_producer(self.cfg, self.flow, self.resolve,
-                                       transactional_id(self.cfg.internal_prefix, self.flow.name, topic, partition), reports,
+                                       self.cfg.names.transactional_id(self.flow.name, topic, partition), reports,
                                        every_report=self.seed_map_topic is not None, overrides={**sizing, **self.producer_overrides})
             self._producers[key], self._sizing[key] = p, sizing
         return p
@@ -884,7 +883,7 @@ def read_committed_progress(cfg: DrConfig, flow: FlowConfig, partitions: list[tu
     if not partitions:
         return {}
     c = Consumer(client_config(cfg.cluster(flow.target), resolve, **{
-        "group.id": progress_group(cfg.internal_prefix, flow.name), "enable.auto.commit": False,
+        "group.id": cfg.names.progress_group(flow.name), "enable.auto.commit": False,
         "isolation.level": "read_committed"}))
     try:
         tps = committed_with_retry(c, [TopicPartition(t, p) for t, p in partitions], timeout)
@@ -962,7 +961,7 @@ def last_copied_offset(cfg: DrConfig, flow: FlowConfig, source_topic: str, targe
     from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
 
     c = Consumer(client_config(cfg.cluster(flow.target), resolve, **{
-        "group.id": f"{progress_group(cfg.internal_prefix, flow.name)}.scan", "enable.auto.commit": False,
+        "group.id": cfg.names.progress_scan_group(flow.name), "enable.auto.commit": False,
         "isolation.level": "read_committed", "enable.partition.eof": True}))
     try:
         low, high = watermarks(c, TopicPartition(target_topic, partition), timeout)

@@ -22,7 +22,7 @@ from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.dq import PartitionWindow, config_differences, results_topic, window_bounds
+from kafka_dr.core.dq import PartitionWindow, config_differences, window_bounds
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_sync import plan_flow
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config, producer
@@ -68,7 +68,7 @@ def plan_windows(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str] | None =
         raise ClusterUnreachable(f"data quality of flow {flow.name}: listing topics: {e.args[0].str()}") from None
     routes = {}
     for name, n in sorted(src_topics.items()):
-        if name == cfg.heartbeat_topic or (wanted is not None and name not in wanted):
+        if name == cfg.names.heartbeat_topic or (wanted is not None and name not in wanted):
             continue
         target = router.target_topic(name)
         if target is not None:
@@ -134,7 +134,7 @@ def config_rows(cfg: DrConfig, flows: list[FlowConfig], topics: Iterable[str] | 
         src = AdminClient(client_config(cfg.cluster(flow.source), resolve))
         dst = AdminClient(client_config(cfg.cluster(flow.target), resolve))
         sources, targets = gather(cfg, flow, src, dst)
-        sources = {k: v for k, v in sources.items() if k != cfg.heartbeat_topic and (wanted is None or k in wanted)}
+        sources = {k: v for k, v in sources.items() if k != cfg.names.heartbeat_topic and (wanted is None or k in wanted)}
         for plan in plan_flow(cfg, flow, sources, targets).topics:
             diffs = config_differences(plan)
             rows.append({
@@ -149,7 +149,7 @@ def publish(cfg: DrConfig, record: dict, resolve: SecretResolver | None = None) 
     """Write the run's summary to ``<prefix>.dq-results`` on every cluster that answers;
     returns the clusters written to. An unreachable cluster is logged, not raised: the
     summary must reach the survivors."""
-    topic = results_topic(cfg.internal_prefix)
+    topic = cfg.names.dq_results_topic
     value = json.dumps(record, separators=(",", ":")).encode()
     done = []
     for name, cluster in cfg.clusters.items():

@@ -49,7 +49,7 @@ from kafka_dr.core.failback import (
     transient_flow,
 )
 from kafka_dr.core.dq import record_digest
-from kafka_dr.core.progress import encode_metadata, progress_group
+from kafka_dr.core.progress import encode_metadata
 from kafka_dr.core.provenance import ORIGIN
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
@@ -68,10 +68,6 @@ def seed_flow_name(survivor: str, recovered: str) -> str:
 
 def back_flow_name(survivor: str, recovered: str) -> str:
     return f"failback_{survivor}_to_{recovered}"
-
-
-def seed_map_topic(cfg: DrConfig) -> str:
-    return f"{cfg.internal_prefix}.seed-map"
 
 
 # --- which flows ------------------------------------------------------------------------
@@ -157,12 +153,12 @@ def check_ready(cfg: DrConfig, recovered: str, survivor: str, mode: str, force: 
 
 
 def _records_held(cfg: DrConfig, cluster: str, flow: FlowConfig, resolve) -> int:
-    c = clients.consumer(cfg.cluster(cluster), f"{cfg.internal_prefix}.failback-reader", resolve)
+    c = clients.consumer(cfg.cluster(cluster), cfg.names.reader_group("failback-reader"), resolve)
     try:
         md = c.list_topics(timeout=15).topics
         total = 0
         for t, meta in md.items():
-            if meta.error is None and flow.topics.selects(t) and not t.startswith(cfg.internal_prefix):
+            if meta.error is None and flow.topics.selects(t) and not cfg.names.is_internal(t):
                 for p in meta.partitions:
                     low, high = c.get_watermark_offsets(TopicPartition(t, p), timeout=15)
                     total += max(0, high - low)
@@ -172,7 +168,7 @@ def _records_held(cfg: DrConfig, cluster: str, flow: FlowConfig, resolve) -> int
 
 
 def _has_progress(cfg: DrConfig, flow: FlowConfig, resolve) -> bool:
-    c = clients.consumer(cfg.cluster(flow.source), f"{cfg.internal_prefix}.failback-reader", resolve)
+    c = clients.consumer(cfg.cluster(flow.source), cfg.names.reader_group("failback-reader"), resolve)
     try:
         tps = [TopicPartition(t, p) for t, m in c.list_topics(timeout=15).topics.items()
                if m.error is None and flow.topics.selects(t) for p in m.partitions]
@@ -246,7 +242,7 @@ def copy_until_caught_up(cfg: DrConfig, recovered: str, survivor: str, mode: str
     if mode == RESEED:
         flow = seed_flow(cfg, recovered, survivor, topics)
         registry = {cfg.cluster(survivor).schema_registry.topic} if cfg.schema_mirror is not None else set()
-        plans = [(flow, dict(transform=reseed_transform(survivor, recovered, frozenset(registry)), seed_map=seed_map_topic(cfg)))]
+        plans = [(flow, dict(transform=reseed_transform(survivor, recovered, frozenset(registry)), seed_map=cfg.names.seed_map_topic))]
     else:
         window = None
         if since_ms is not None or until_ms is not None:
@@ -295,7 +291,7 @@ def _partition_digests(cfg: DrConfig, cluster: str, topic: str, partition: int, 
     """(count, order-independent checksum, per-digest offsets if ``keep``) of one partition."""
     from kafka_dr.kafka.reading import read_partitions
 
-    c = clients.consumer(cfg.cluster(cluster), f"{cfg.internal_prefix}.failback-gate", resolve)
+    c = clients.consumer(cfg.cluster(cluster), cfg.names.reader_group("failback-gate"), resolve)
     try:
         records = read_partitions(c, topic, [partition], timeout=120)
     finally:
@@ -318,7 +314,7 @@ def gate(cfg: DrConfig, recovered: str, survivor: str, mode: str, topics: str | 
     a = clients.admin(cfg.cluster(survivor), resolve)
     md = a.list_topics(timeout=15).topics
     partitions = [(t, p) for t, m in sorted(md.items()) if m.error is None and flow.topics.selects(t)
-                  and not t.startswith(cfg.internal_prefix) and t != cfg.cluster(survivor).schema_registry.topic
+                  and not cfg.names.is_internal(t) and t != cfg.cluster(survivor).schema_registry.topic
                   for p in sorted(m.partitions)]
     problems: list[str] = []
     checked = 0
@@ -386,7 +382,7 @@ def _group_offsets(cfg: DrConfig, cluster: str, group: str, flow: FlowConfig, re
     try:
         md = c.list_topics(timeout=15).topics
         tps = [TopicPartition(t, p) for t, m in md.items() if m.error is None and flow.topics.selects(t)
-               and not t.startswith(cfg.internal_prefix) for p in m.partitions]
+               and not cfg.names.is_internal(t) for p in m.partitions]
         got = committed_with_retry(c, tps, 60) if tps else []
     finally:
         c.close()
@@ -397,10 +393,10 @@ def _seed_runs(cfg: DrConfig, recovered: str, resolve) -> dict[tuple[str, int], 
     from kafka_dr.kafka.reading import read_partitions
     from kafka_dr.kafka.topics import partition_count
 
-    topic = seed_map_topic(cfg)
+    topic = cfg.names.seed_map_topic
     if partition_count(clients.admin(cfg.cluster(recovered), resolve), topic) is None:
         return {}
-    c = clients.consumer(cfg.cluster(recovered), f"{cfg.internal_prefix}.failback-reader", resolve)
+    c = clients.consumer(cfg.cluster(recovered), cfg.names.reader_group("failback-reader"), resolve)
     try:
         records = read_partitions(c, topic, [0], timeout=60)
     finally:
@@ -438,7 +434,7 @@ def move_groups_back(cfg: DrConfig, recovered: str, survivor: str, mode: str, gr
         else:
             with Translator(cfg, flow, resolve, source_available=True) as tr:
                 translated = {(t.topic, t.partition): t for t in tr.translate(group, offsets)}
-            probe_consumer = clients.consumer(cfg.cluster(survivor), f"{cfg.internal_prefix}.failback-reader", resolve)
+            probe_consumer = clients.consumer(cfg.cluster(survivor), cfg.names.reader_group("failback-reader"), resolve)
             try:
                 s_ranges = _ranges(clients.admin(cfg.cluster(survivor), resolve), [TopicPartition(t, p) for t, p in offsets], survivor)
                 for (t, p), x in offsets.items():
@@ -477,7 +473,7 @@ def _commit_progress(cfg: DrConfig, flow: FlowConfig, positions: dict[tuple[str,
     """Set ``flow``'s committed progress (on its target) to ``positions`` ({(target topic, p): next source offset})."""
     if not positions:
         return
-    c = clients.consumer(cfg.cluster(flow.target), progress_group(cfg.internal_prefix, flow.name), resolve)
+    c = clients.consumer(cfg.cluster(flow.target), cfg.names.progress_group(flow.name), resolve)
     now = int(time.time() * 1000)
     try:
         commit_with_retry(c, [TopicPartition(t, p, o, encode_metadata(t, now)) for (t, p), o in positions.items()])

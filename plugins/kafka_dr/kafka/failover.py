@@ -95,21 +95,19 @@ def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolve
     from kafka_dr.kafka.heartbeats import measure
     from kafka_dr.kafka.reading import read_partitions
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.offset_translation import offset_sync_topic
     from kafka_dr.kafka.source_tails import count_now
-    from kafka_dr.spark.job import metrics_topic
 
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     target = cfg.cluster(survivor)
     rows: list[dict] = []
     synced: list[tuple] = []
-    c = clients.consumer(target, f"{cfg.internal_prefix}.failover-reader", resolve)
+    c = clients.consumer(target, cfg.names.reader_group("failover-reader"), resolve)
     try:
         md = c.list_topics(timeout=10).topics
-        topic = metrics_topic(cfg.internal_prefix)
+        topic = cfg.names.metrics_topic
         if topic in md:
             rows = [json.loads(r.value) for r in read_partitions(c, topic, [0], timeout=60) if r.value]
-        stopic = offset_sync_topic(cfg.internal_prefix)
+        stopic = cfg.names.offset_sync_topic
         if stopic in md:
             synced = [(r.key, r.value) for r in read_partitions(c, stopic, sorted(md[stopic].partitions), timeout=60)]
     finally:
@@ -130,7 +128,7 @@ def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolve
                                                     flow.name, failed, e)
         if entries is None:
             ends, tails = last_known_ends(rows, flow.name), latest_tails(synced, flow.name)
-            keys = selected_partitions(set(ends) | set(tails), lambda t: t != cfg.heartbeat_topic and router.target_topic(t) is not None)
+            keys = selected_partitions(set(ends) | set(tails), lambda t: t != cfg.names.heartbeat_topic and router.target_topic(t) is not None)
             progress = read_committed_progress(cfg, flow, [(router.target_topic(t), p) for t, p in keys], resolve) if keys else {}
             entries = [rpo_entry(flow.name, t, p, progress.get((router.target_topic(t), p), {}).get("next_offset"), ends.get((t, p)),
                                  tail=tails.get((t, p))).to_dict() for t, p in keys]

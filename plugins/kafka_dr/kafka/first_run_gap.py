@@ -35,7 +35,7 @@ class FirstRunGaps:
         of the target, asked only when a gap is otherwise there)"""
 
     def __init__(self, cfg: DrConfig, flow: FlowConfig, has_copy: Callable[["RangeSpec"], bool]) -> None:
-        self.flow, self.has_copy, self.heartbeat_topic = flow, has_copy, cfg.heartbeat_topic
+        self.flow, self.has_copy, self.heartbeat_topic = flow, has_copy, cfg.names.heartbeat_topic
         self._reported: dict[tuple[str, int], int] = {}  #: (topic, partition) -> first offset not reported lost
 
     def check(self, spec: "RangeSpec", committed: int | None, log_start: int, start: int, result: "RangeResult") -> None:

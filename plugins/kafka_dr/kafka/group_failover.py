@@ -21,7 +21,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.offset_translation import _group_state, commit_translations, offset_sync_records, offset_sync_topic, translate_group
+from kafka_dr.kafka.offset_translation import _group_state, commit_translations, offset_sync_records, translate_group
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count
 
@@ -33,13 +33,13 @@ def last_synced_positions(cfg: DrConfig, flow: FlowConfig, group: str, resolve: 
 
 def synced_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:
     """Groups of ``flow`` that have positions recorded on its target."""
-    topic = offset_sync_topic(cfg.internal_prefix)
+    topic = cfg.names.offset_sync_topic
     tgt = cfg.cluster(flow.target)
     admin = clients.admin(tgt, resolve)
     n = partition_count(admin, topic)
     if n is None:
         return []
-    c = clients.consumer(tgt, f"{cfg.internal_prefix}.failover-reader", resolve)
+    c = clients.consumer(tgt, cfg.names.reader_group("failover-reader"), resolve)
     try:
         records = read_partitions(c, topic, list(range(n)), timeout=60)
     finally:

@@ -58,7 +58,7 @@ class GroupPlacer:
 
     def _source_reader(self):
         if self._s_reader is None:
-            self._s_reader = clients.consumer(self.cfg.cluster(self.flow.source), f"{self.cfg.internal_prefix}.offset-translation",
+            self._s_reader = clients.consumer(self.cfg.cluster(self.flow.source), self.cfg.names.reader_group("offset-translation"),
                                               self.resolve, **FAST_EOF)
         return self._s_reader
 

@@ -21,12 +21,12 @@ TAIL = 2000
 def emit(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None, now_ms: int | None = None) -> Heartbeat:
     c = cfg.cluster(cluster)
     admin = clients.admin(c, resolve)
-    ensure_topic(admin, cfg.heartbeat_topic, partitions=1, config={"retention.ms": str(24 * 3600 * 1000)})
+    ensure_topic(admin, cfg.names.heartbeat_topic, partitions=1, config={"retention.ms": str(24 * 3600 * 1000)})
     hb = Heartbeat(cluster, now_ms if now_ms is not None else int(time.time() * 1000))
     p = clients.producer(c, resolve)
-    p.produce(cfg.heartbeat_topic, key=cluster.encode(), value=hb.encode(), timestamp=hb.emitted_ms)
+    p.produce(cfg.names.heartbeat_topic, key=cluster.encode(), value=hb.encode(), timestamp=hb.emitted_ms)
     if p.flush(30):
-        raise RuntimeError(f"heartbeat to {cluster}/{cfg.heartbeat_topic} not acknowledged within 30s")
+        raise RuntimeError(f"heartbeat to {cluster}/{cfg.names.heartbeat_topic} not acknowledged within 30s")
     return hb
 
 
@@ -60,8 +60,8 @@ def read_tail(consumer: Consumer, topic: str, tail: int = TAIL, timeout: float =
 
 def measure(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, now_ms: int | None = None) -> FlowLatency:
     """The age of the newest heartbeat of ``flow.source`` that reached ``flow.target``."""
-    topic = router_for(cfg, flow).target_topic(cfg.heartbeat_topic) or cfg.heartbeat_topic
-    c = clients.consumer(cfg.cluster(flow.target), f"{cfg.internal_prefix}.heartbeat-reader", resolve,
+    topic = router_for(cfg, flow).target_topic(cfg.names.heartbeat_topic) or cfg.names.heartbeat_topic
+    c = clients.consumer(cfg.cluster(flow.target), cfg.names.reader_group("heartbeat-reader"), resolve,
                          **{"enable.partition.eof": True})
     try:
         seen = read_tail(c, topic)

@@ -46,10 +46,6 @@ SOURCE_PROBE_TIMEOUT = 5.0
 BEHIND_COUNT_LIMIT = 100_000
 
 
-def offset_sync_topic(internal_prefix: str) -> str:
-    return f"{internal_prefix}.offset-sync"
-
-
 # --- reading ------------------------------------------------------------------------------
 
 
@@ -137,7 +133,7 @@ class Translator:
         self.margin = cfg.thresholds.timestamp_margin_seconds if margin_seconds is None else margin_seconds
         tgt = cfg.cluster(flow.target)
         self.t_admin = clients.admin(tgt, resolve)  # kept referenced until its futures complete
-        self.t_consumer = clients.consumer(tgt, f"{cfg.internal_prefix}.offset-translation", resolve,
+        self.t_consumer = clients.consumer(tgt, cfg.names.reader_group("offset-translation"), resolve,
                                            **{"enable.partition.eof": True, "fetch.max.bytes": 1 << 20,
                                               "max.partition.fetch.bytes": 256 << 10,
                                               # probes re-assign often: a fetch long-polling at the
@@ -150,7 +146,7 @@ class Translator:
             try:
                 admin.list_topics(timeout=SOURCE_PROBE_TIMEOUT)
                 self.s_admin = admin
-                self.s_consumer = clients.consumer(src, f"{cfg.internal_prefix}.offset-translation", resolve, **FAST_EOF)
+                self.s_consumer = clients.consumer(src, cfg.names.reader_group("offset-translation"), resolve, **FAST_EOF)
             except KafkaException as e:
                 if source_available:
                     raise clients.ClusterUnreachable(f"flow {flow.name}: source cluster {flow.source!r} did not answer: {e.args[0]}") from None
@@ -257,7 +253,7 @@ def read_group_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: Sec
             raise clients.ClusterUnreachable(f"flow {flow.name}: reading group {group!r} on {flow.source}: {e.args[0]}; "
                                              f"if {flow.source} is down pass source_offsets (last_synced_offsets)") from None
         tps = [TopicPartition(t, p) for t, meta in md.topics.items() if meta.error is None and router.target_topic(t) is not None
-               and t != cfg.heartbeat_topic for p in meta.partitions]
+               and t != cfg.names.heartbeat_topic for p in meta.partitions]
         if not tps:
             return {}
         try:
@@ -325,12 +321,12 @@ def offset_sync_records(cfg: DrConfig, flow: FlowConfig, reader: str, resolve: S
     from kafka_dr.kafka.reading import read_partitions
     from kafka_dr.kafka.topics import partition_count
 
-    topic = offset_sync_topic(cfg.internal_prefix)
+    topic = cfg.names.offset_sync_topic
     tgt = cfg.cluster(flow.target)
     n = partition_count(clients.admin(tgt, resolve), topic)
     if n is None:
         return []
-    c = clients.consumer(tgt, f"{cfg.internal_prefix}.{reader}", resolve)
+    c = clients.consumer(tgt, cfg.names.reader_group(reader), resolve)
     try:
         records = read_partitions(c, topic, list(range(n)), timeout=60)
     finally:
@@ -419,7 +415,7 @@ def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver 
     selected = [g for g in names if core.group_selected(g, allow, deny)]
     tgt = cfg.cluster(flow.target)
     t_admin = clients.admin(tgt, resolve)
-    topic = offset_sync_topic(cfg.internal_prefix)
+    topic = cfg.names.offset_sync_topic
     ensure_topic(t_admin, topic, 1, {"cleanup.policy": "compact"})
     producer = clients.producer(tgt, resolve)
     report: list[dict] = []

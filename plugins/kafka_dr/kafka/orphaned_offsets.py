@@ -10,7 +10,7 @@ restart. ``tests/kafka_wire.py`` recreates that state on the lab.
 
 The cure uses Kafka's own bookkeeping: the coordinator keys pending offsets by producer id,
 and the producer id belongs to the partition's fixed ``transactional.id`` (or the flow's
-task id, :func:`~kafka_dr.core.progress.task_transactional_id`, for a whole streaming task). A producer with
+task id, :meth:`~kafka_dr.core.naming.InternalNames.task_transactional_id`, for a whole streaming task). A producer with
 that id (``init_transactions`` first: it fences and aborts whatever is really open) begins a
 transaction, adds an offset for the same group and partition, and aborts it. The abort marker
 carries the producer id, and the coordinator drops every pending offset of that id: the
@@ -39,7 +39,6 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.progress import progress_group, task_transactional_id, transactional_id
 from kafka_dr.kafka.clients import SecretResolver, client_config, one_shot_transactional_config
 
 log = logging.getLogger(__name__)
@@ -129,7 +128,7 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
     from kafka_dr.core.progress import encode_metadata
     from kafka_dr.kafka.copier import last_copied_offset, watermarks
 
-    source = Consumer(client_config(cfg.cluster(flow.source), resolve, **{"group.id": progress_group(cfg.internal_prefix, flow.name),
+    source = Consumer(client_config(cfg.cluster(flow.source), resolve, **{"group.id": cfg.names.progress_group(flow.name),
                                                                           "enable.auto.commit": False}))
     moved: dict[Pair, int] = {}
     try:
@@ -171,16 +170,16 @@ def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[Pair], resol
     from kafka_dr.kafka.copier import committed_with_retry
 
     target = cfg.cluster(flow.target)
-    meta = Consumer(client_config(target, resolve, **{"group.id": progress_group(cfg.internal_prefix, flow.name),
+    meta = Consumer(client_config(target, resolve, **{"group.id": cfg.names.progress_group(flow.name),
                                                       "enable.auto.commit": False, "isolation.level": "read_committed"}))
     try:
         group_meta = meta.consumer_group_metadata()
         for source_topic, target_topic, partition in pairs:
-            p = Producer(one_shot_transactional_config(target, resolve, transactional_id(cfg.internal_prefix, flow.name, source_topic, partition)))
+            p = Producer(one_shot_transactional_config(target, resolve, cfg.names.transactional_id(flow.name, source_topic, partition)))
             p.init_transactions(30)
             abort_offsets_transaction(p, group_meta, [TopicPartition(target_topic, partition)])  # synchronous
         # a whole streaming task commits every partition's progress under the flow's task id
-        p = Producer(one_shot_transactional_config(target, resolve, task_transactional_id(cfg.internal_prefix, flow.name)))
+        p = Producer(one_shot_transactional_config(target, resolve, cfg.names.task_transactional_id(flow.name)))
         p.init_transactions(30)
         abort_offsets_transaction(p, group_meta, [TopicPartition(t, q) for _, t, q in pairs])
         log.warning("flow %s: cleared pending progress commits no transaction owned on %s (%d partition(s)); "

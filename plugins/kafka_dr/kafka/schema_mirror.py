@@ -34,7 +34,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, SchemaMirrorConfig
-from kafka_dr.core.schema_registry import diff_states, mirror_group, rebuild_state, rename_record
+from kafka_dr.core.schema_registry import diff_states, rebuild_state, rename_record
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import committed_with_retry
 from kafka_dr.kafka.reading import read_partitions
@@ -127,7 +127,7 @@ def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, ch
     t0 = time.monotonic()
     sm = _settings(cfg, target)
     src, dst = cfg.cluster(sm.primary), cfg.cluster(target)
-    group = mirror_group(cfg.internal_prefix, sm.primary, target)
+    group = cfg.names.schema_mirror_group(sm.primary, target)
     res = MirrorResult(sm.primary, target, src.schema_registry.topic, dst.schema_registry.topic)
     where = f"schema mirror {sm.primary}/{res.source_topic} -> {target}/{res.target_topic}"
 
@@ -285,7 +285,7 @@ def verify(cfg: DrConfig, target: str, resolve: SecretResolver | None = None) ->
     sm = _settings(cfg, target)
     src, dst = cfg.cluster(sm.primary), cfg.cluster(target)
     src_topic, dst_topic = src.schema_registry.topic, dst.schema_registry.topic
-    group = mirror_group(cfg.internal_prefix, sm.primary, target)
+    group = cfg.names.schema_mirror_group(sm.primary, target)
     res = VerifyResult(sm.primary, target)
     progress = Consumer(client_config(dst, resolve, **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
     src_reader = Consumer(client_config(src, resolve, **{"group.id": f"{group}.verify", "enable.auto.commit": False,

@@ -31,7 +31,7 @@ def selected_source_partitions(cfg: DrConfig, flow: FlowConfig, s_admin) -> list
     """The data partitions the flow copies as the source holds them now (no heartbeats)."""
     router = router_for(cfg, flow)
     md = s_admin.list_topics(timeout=30).topics
-    return sorted((t, p) for t, m in md.items() if m.error is None and t != cfg.heartbeat_topic
+    return sorted((t, p) for t, m in md.items() if m.error is None and t != cfg.names.heartbeat_topic
                   and router.target_topic(t) is not None for p in m.partitions)
 
 
@@ -68,7 +68,7 @@ def count_now(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = 
     """Every tail of ``flow``, counted in full on its source (which must answer)."""
     src = cfg.cluster(flow.source)
     admin = clients.admin(src, resolve)
-    c = clients.consumer(src, f"{cfg.internal_prefix}.failover-reader", resolve, **FAST_EOF)
+    c = clients.consumer(src, cfg.names.reader_group("failover-reader"), resolve, **FAST_EOF)
     try:
         return count_tails(cfg, flow, admin, c, resolve)
     finally:

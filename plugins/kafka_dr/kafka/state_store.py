@@ -22,10 +22,6 @@ log = logging.getLogger(__name__)
 KEY = b"state"
 
 
-def state_topic(cfg: DrConfig) -> str:
-    return f"{cfg.internal_prefix}.state"
-
-
 def reachable(cfg: DrConfig, name: str, resolve: SecretResolver | None = None, timeout: float = 8.0) -> bool:
     try:
         clients.cluster_id(cfg.cluster(name), resolve, timeout=timeout)
@@ -35,8 +31,8 @@ def reachable(cfg: DrConfig, name: str, resolve: SecretResolver | None = None, t
 
 
 def read_one(cfg: DrConfig, name: str, resolve: SecretResolver | None = None) -> DrState | None:
-    topic = state_topic(cfg)
-    c = clients.consumer(cfg.cluster(name), f"{cfg.internal_prefix}.state-reader", resolve, **{"enable.partition.eof": True})
+    topic = cfg.names.state_topic
+    c = clients.consumer(cfg.cluster(name), cfg.names.reader_group("state-reader"), resolve, **{"enable.partition.eof": True})
     try:
         md = c.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
@@ -83,8 +79,8 @@ def write_state(cfg: DrConfig, state: DrState, resolve: SecretResolver | None = 
             out[name] = "unreachable"
             continue
         admin = clients.admin(cluster, resolve)
-        ensure_topic(admin, state_topic(cfg), partitions=1, config={"cleanup.policy": "compact"})
+        ensure_topic(admin, cfg.names.state_topic, partitions=1, config={"cleanup.policy": "compact"})
         p = clients.producer(cluster, resolve)
-        p.produce(state_topic(cfg), key=KEY, value=state.encode())
+        p.produce(cfg.names.state_topic, key=KEY, value=state.encode())
         out[name] = "written" if p.flush(30) == 0 else "not acknowledged"
     return out

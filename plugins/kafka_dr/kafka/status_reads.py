@@ -26,11 +26,6 @@ from kafka_dr.kafka.clients import SecretResolver
 log = logging.getLogger(__name__)
 
 
-def dq_results_topic(cfg: DrConfig) -> str:
-    """Where the data-quality DAG publishes one JSON record per run (on every reachable cluster)."""
-    return f"{cfg.internal_prefix}.dq-results"
-
-
 def probe(cfg: DrConfig, name: str, resolve: SecretResolver | None = None, timeout: float = 3.0) -> ClusterHealth:
     c = cfg.cluster(name)
     try:
@@ -46,7 +41,7 @@ def read_json_tail(cfg: DrConfig, cluster: str, topic: str, tail: int, resolve: 
                    timeout: float = 5.0) -> list[dict]:
     """The newest ``tail`` JSON records of every partition of ``topic`` on ``cluster`` (oldest
     first by record timestamp); records that are not JSON objects are skipped."""
-    c = clients.consumer(cfg.cluster(cluster), f"{cfg.internal_prefix}.status-reader", resolve,
+    c = clients.consumer(cfg.cluster(cluster), cfg.names.reader_group("status-reader"), resolve,
                          **{"enable.partition.eof": True, "isolation.level": "read_uncommitted"})
     out: list[tuple[int, dict]] = []
     deadline = time.monotonic() + timeout
@@ -89,7 +84,6 @@ def read_status_inputs(cfg: DrConfig, resolve: SecretResolver | None = None, pro
     from kafka_dr.kafka.heartbeats import measure
     from kafka_dr.kafka.selection import topic_names
     from kafka_dr.kafka.state_store import read_one
-    from kafka_dr.spark.job import metrics_topic
 
     names = list(cfg.clusters)
     errors: dict[str, str] = {}
@@ -108,13 +102,13 @@ def read_status_inputs(cfg: DrConfig, resolve: SecretResolver | None = None, pro
         states = {n: pool.submit(guarded, f"state on {n}", read_one, cfg, n, resolve) for n in up}
         beats = {f.name: pool.submit(guarded, f"heartbeats of {f.name} on {f.target}", measure, cfg, f, resolve)
                  for f in cfg.flows if f.target in up}
-        mtopic = metrics_topic(cfg.internal_prefix)
+        mtopic = cfg.names.metrics_topic
         targets = sorted({f.target for f in cfg.flows if f.target in up})
         metric_reads = [pool.submit(guarded, f"metrics on {t}", read_json_tail, cfg, t, mtopic, metrics_tail, resolve, read_timeout)
                         for t in targets]
         sources = sorted({f.source for f in cfg.flows if f.source in up})
         topic_reads = {n: pool.submit(guarded, f"topics on {n}", topic_names, cfg, n, resolve, read_timeout) for n in sources}
-        dq_reads = [pool.submit(guarded, f"data-quality results on {n}", read_json_tail, cfg, n, dq_results_topic(cfg), 5, resolve,
+        dq_reads = [pool.submit(guarded, f"data-quality results on {n}", read_json_tail, cfg, n, cfg.names.dq_results_topic, 5, resolve,
                                 read_timeout) for n in up]
         state: DrState = newest([s.result() for s in states.values()])
         heartbeats: dict[str, FlowLatency | None] = {name: fut.result() for name, fut in beats.items()}

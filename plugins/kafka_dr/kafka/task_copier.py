@@ -11,7 +11,7 @@ item 14). Kafka Streams commits a thread's tasks together for the same reason.
 How exactly-once holds (the per-partition copier's scheme, with one id per task):
 
 1. The producer's ``transactional.id`` is fixed per flow
-   (:func:`~kafka_dr.core.progress.task_transactional_id`): a new task copier fences any
+   (:meth:`~kafka_dr.core.naming.InternalNames.task_transactional_id`): a new task copier fences any
    earlier one, a zombie of a stopped query included, and aborts its open transaction.
 2. It then fences every per-partition id of its partitions (:func:`~kafka_dr.kafka.copier.fence`),
    so a fixed-range or per-partition copier still running is stopped too; those fence the
@@ -43,7 +43,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
-from kafka_dr.core.progress import ProgressLost, encode_metadata, progress_group, resume_offset, task_transactional_id, transactional_id
+from kafka_dr.core.progress import ProgressLost, encode_metadata, resume_offset
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import (
     JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
@@ -126,8 +126,8 @@ class TaskCopier:
         self.read_seconds = min(READ_SECONDS, read_wait(chunk_seconds))
         self.fetch_hold_ms = max(1, min(FETCH_HOLD_MS, round(chunk_seconds * 800)))
         self.transform = router_for(cfg, flow).transform()
-        self.group = progress_group(cfg.internal_prefix, flow.name)
-        self.txn_id = task_transactional_id(cfg.internal_prefix, flow.name)
+        self.group = cfg.names.progress_group(flow.name)
+        self.txn_id = cfg.names.task_transactional_id(flow.name)
         #: the target topics' size limits, shared with the helper (kafka_dr.kafka.target_limits)
         self.limits = TargetLimits(cfg.cluster(flow.target), resolve)
         #: copies the chunks this copier leaves to per-partition transactions (module docstring)
@@ -153,7 +153,7 @@ class TaskCopier:
             self._reports = Reports()
             self._producer = transactional_producer(self.cfg, self.flow, self.resolve, self.txn_id, self._reports, overrides=sizing)
             self._sizing = sizing
-            fence(self.cfg, self.flow, self.resolve, [transactional_id(self.cfg.internal_prefix, self.flow.name, s.topic, s.partition)
+            fence(self.cfg, self.flow, self.resolve, [self.cfg.names.transactional_id(self.flow.name, s.topic, s.partition)
                                                       for s in specs])
             self.helper.close()  # its producers were just fenced
         return self._producer

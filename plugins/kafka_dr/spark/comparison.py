@@ -105,7 +105,7 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
         (flow,) = [f for f in cfg.flows if f.name == w.flow]
         transform = router_for(cfg, flow).transform()
     consumer = Consumer(client_config(cfg.cluster(part.cluster), env_resolver(), **{
-        "group.id": f"{cfg.internal_prefix}.dq.reader", "enable.auto.commit": False, "isolation.level": "read_committed",
+        "group.id": cfg.names.reader_group("dq-reader"), "enable.auto.commit": False, "isolation.level": "read_committed",
         "enable.partition.eof": True, "auto.offset.reset": "earliest", "fetch.max.bytes": 64 * 1024 * 1024,
         "max.partition.fetch.bytes": 16 * 1024 * 1024, "queued.max.messages.kbytes": 256 * 1024}))
     tp = TopicPartition(part.topic, w.partition, part.start)

@@ -88,10 +88,6 @@ PERMANENT = ("ModuleNotFoundError", "ImportError", "ConfigError", "ProgressLost"
              "TLS handshake failed", "UnresolvedSecret", "no committed progress")
 
 
-def metrics_topic(internal_prefix: str) -> str:
-    return f"{internal_prefix}.metrics"
-
-
 class _Stop:
     def __init__(self, stop_file: str | None) -> None:
         self.reason = ""
@@ -155,7 +151,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     spark.dataSource.register(ReplicationSource)
 
     target = cfg.cluster(flow.target)
-    mtopic = metrics_topic(cfg.internal_prefix)
+    mtopic = cfg.names.metrics_topic
     try:
         ensure_topic(clients.admin(target, env_resolver()), mtopic, partitions=1, config={"retention.ms": str(7 * 86400 * 1000)})
     except Exception as e:  # noqa: BLE001 - named: refused credentials, or which cluster did not answer
