@@ -23,8 +23,8 @@ from kafka_checks import produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.provenance import ORIGIN, strip_product_headers
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.failback import run_failback
-from kafka_dr.kafka.failover import run_failover
+from kafka_dr.workflows.failback import run_failback
+from kafka_dr.workflows.failover import run_failover
 from kafka_dr.kafka.offset_translation import sync_group_offsets
 from kafka_dr.kafka.state_store import read_state
 from kafka_dr.kafka.topics import ensure_topic
@@ -142,7 +142,7 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     normal_flows_without_loops(path, cfg, spark, topic_name)
 
     # a record on east that west does not have stops the gate, named with where it sits
-    from kafka_dr.kafka.failback import GateFailed, gate
+    from kafka_dr.workflows.failback import GateFailed, gate
     from kafka_dr.kafka.writing import produce_all
 
     produce_all(clients.producer(cfg.cluster("east")), topic_name, [(b"forged", b"x", [("dr.origin", b"west")], None, 1)])

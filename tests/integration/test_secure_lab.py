@@ -81,7 +81,7 @@ def test_plaintext_clients_are_refused(secure_lab):
 
 
 def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_path, topic_name):
-    from kafka_dr.kafka.failover import run_failover
+    from kafka_dr.workflows.failover import run_failover
     from kafka_dr.kafka.heartbeats import emit, measure
     from kafka_dr.kafka.topic_sync import sync_flow
 

@@ -1,7 +1,7 @@
 """``dr_failback``: bring a recovered cluster back after a failover, then make it active again.
 Triggered from the Airflow UI (a form), never scheduled.
 
-Steps (each a task, each safe to re-run; see :mod:`kafka_dr.kafka.failback`):
+Steps (each a task, each safe to re-run; see :mod:`kafka_dr.workflows.failback`):
 check both clusters and the mode -> copy until caught up (``resync``: the normal flows both
 ways; ``reseed``: the seeding pipeline into an empty cluster) -> gate (the clusters hold the
 same records; a failure names every difference and stops here) -> move consumer groups back ->
@@ -58,7 +58,7 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="check_ready", retries=1, on_failure_callback=alerts)
         def check(**context) -> dict:
-            from kafka_dr.kafka.failback import check_ready
+            from kafka_dr.workflows.failback import check_ready
 
             p = context["params"]
             return check_ready(cfg, **_args(context), force=bool(p["force"]), resolve=_resolve(), topics=p["topics"],
@@ -66,14 +66,14 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="copy_until_caught_up", retries=2, on_failure_callback=alerts)
         def copy(**context) -> dict:
-            from kafka_dr.kafka.failback import copy_until_caught_up
+            from kafka_dr.workflows.failback import copy_until_caught_up
 
             p = context["params"]
             return copy_until_caught_up(cfg, **_args(context), dry_run=bool(p["dry_run"]), topics=p["topics"], resolve=_resolve())
 
         @task(task_id="data_quality_gate", retries=1, on_failure_callback=alerts)
         def gate_task(**context) -> dict:
-            from kafka_dr.kafka.failback import gate
+            from kafka_dr.workflows.failback import gate
 
             p = context["params"]
             if p["dry_run"]:
@@ -82,7 +82,7 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="move_consumer_groups_back", retries=1, on_failure_callback=alerts)
         def groups(**context) -> list:
-            from kafka_dr.kafka.failback import move_groups_back
+            from kafka_dr.workflows.failback import move_groups_back
 
             p = context["params"]
             return move_groups_back(cfg, **_args(context), groups=p["consumer_groups"], dry_run=bool(p["dry_run"]),
@@ -90,14 +90,14 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="restart_flows", retries=1, on_failure_callback=alerts)
         def restart(**context) -> dict:
-            from kafka_dr.kafka.failback import restart_flows
+            from kafka_dr.workflows.failback import restart_flows
 
             p = context["params"]
             return restart_flows(cfg, **_args(context), dry_run=bool(p["dry_run"]), topics=p["topics"], resolve=_resolve())
 
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
         def summarize(checked: dict, copied: dict, gated: dict, moved: list, restarted: dict, **context) -> dict:
-            from kafka_dr.kafka.failback import format_summary
+            from kafka_dr.workflows.failback import format_summary
 
             a = _args(context)
             dry = bool(context["params"]["dry_run"])

@@ -1,7 +1,7 @@
 """``dr_failover``: move consumers and the product's "active cluster" from a failed cluster to
 a survivor. Triggered from the Airflow UI (a form), never scheduled.
 
-Steps (each a task, each safe to re-run; see :mod:`kafka_dr.kafka.failover`):
+Steps (each a task, each safe to re-run; see :mod:`kafka_dr.workflows.failover`):
 confirm the failed cluster is down (or ``force``) -> stop the flows that read from it ->
 translate and commit the consumer groups' offsets on the survivor -> recovery-point report ->
 record the survivor as active cluster and schema-registry primary -> summary (log, XCom,
@@ -49,7 +49,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="confirm_failed_cluster_down", retries=1)
         def confirm(**context) -> dict:
-            from kafka_dr.kafka.failover import confirm_down
+            from kafka_dr.workflows.failover import confirm_down
 
             failed, survivor, _ = _args(context)
             return confirm_down(cfg, failed, survivor, bool(context["params"]["force"]), _resolve(),
@@ -57,27 +57,27 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="stop_flows_from_failed", retries=1)
         def stop(**context) -> dict:
-            from kafka_dr.kafka.failover import stop_flows
+            from kafka_dr.workflows.failover import stop_flows
 
             return stop_flows(cfg, *_args(context), _resolve())
 
         @task(task_id="move_consumer_groups", retries=1)
         def groups(**context) -> list:
-            from kafka_dr.kafka.failover import move_consumer_groups
+            from kafka_dr.workflows.failover import move_consumer_groups
 
             failed, survivor, dry = _args(context)
             return move_consumer_groups(cfg, failed, survivor, context["params"]["consumer_groups"], dry, _resolve())
 
         @task(task_id="rpo_report", retries=1)
         def rpo(**context) -> dict:
-            from kafka_dr.kafka.failover import rpo_report
+            from kafka_dr.workflows.failover import rpo_report
 
             failed, survivor, _ = _args(context)
             return rpo_report(cfg, failed, survivor, _resolve())
 
         @task(task_id="record_active_cluster", retries=1)
         def record(rpo_result: dict, **context) -> dict:
-            from kafka_dr.kafka.failover import record_active
+            from kafka_dr.workflows.failover import record_active
 
             failed, survivor, dry = _args(context)
             missing = sum(f["missing_records_at_least"] for f in rpo_result["flows"].values())
@@ -85,7 +85,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
 
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
         def summarize(confirmed: dict, stopped: dict, moved: list, rpo_result: dict, recorded: dict, **context) -> dict:
-            from kafka_dr.kafka.failover import format_summary
+            from kafka_dr.workflows.failover import format_summary
 
             failed, survivor, dry = _args(context)
             summary = {"failed": failed, "survivor": survivor, "dry_run": dry, "confirm_down": confirmed, "stop_flows": stopped,

@@ -75,7 +75,7 @@ def recent_operations(limit: int = 5) -> list[dict]:
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
-    from kafka_dr.kafka.failover import format_summary
+    from kafka_dr.workflows.failover import format_summary
 
     out = []
     with create_session() as session:

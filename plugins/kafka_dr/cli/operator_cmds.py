@@ -50,7 +50,7 @@ def _print(summary: dict, format_summary, as_json: bool) -> None:
 
 def failover(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import failover_problems, require_valid
-    from kafka_dr.kafka.failover import format_summary, run_failover
+    from kafka_dr.workflows.failover import format_summary, run_failover
 
     cfg = _config(a.config)
     require_valid(failover_problems(cfg, a.failed, a.survivor, a.groups))
@@ -60,7 +60,7 @@ def failover(a: argparse.Namespace) -> int:
 
 def failback(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import failback_problems, require_valid
-    from kafka_dr.kafka.failback import format_summary, run_failback
+    from kafka_dr.workflows.failback import format_summary, run_failback
 
     cfg = _config(a.config)
     require_valid(failback_problems(cfg, a.recovered, a.survivor, a.groups, a.topics, a.since_ms, a.until_ms))

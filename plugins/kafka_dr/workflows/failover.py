@@ -71,7 +71,7 @@ def stop_flows(cfg: DrConfig, failed: str, survivor: str, dry_run: bool, resolve
 def move_consumer_groups(cfg: DrConfig, failed: str, survivor: str, groups: str, dry_run: bool,
                          resolve: SecretResolver | None = None) -> list[dict]:
     """Translate and commit every matching group's offsets of the flows ``failed -> survivor``."""
-    from kafka_dr.kafka.group_failover import move_groups
+    from kafka_dr.workflows.group_failover import move_groups
 
     pattern = re.compile(groups or ".*")
     out: list[dict] = []
