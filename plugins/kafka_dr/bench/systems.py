@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import yaml
@@ -233,9 +232,3 @@ class RawPipe(System):
                "--target", self.target.bootstrap_servers, *[a for t in topics for a in ("--topic", t)], "--target-prefix", "raw.",
                "--partitions", str(partitions), *([] if continuous else ["--until-end"])]
         self._spawn(cmd, f"rawpipe-{topics[0]}.log")
-
-
-def wait_exit(system: System, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while system.alive() and time.monotonic() < deadline:
-        time.sleep(0.1)

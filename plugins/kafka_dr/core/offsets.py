@@ -80,14 +80,6 @@ class Hit:
     origin_offset: int
 
 
-def first_at_or_after(hits: list[Hit], source_offset: int) -> Hit | None:
-    """The first hit (in target order) whose origin offset is >= ``source_offset``."""
-    for h in hits:
-        if h.origin_offset >= source_offset:
-            return h
-    return None
-
-
 def next_probe(lo: int, hi: int) -> int:
     """The binary search's next target offset to read in ``[lo, hi)``."""
     return lo + (hi - lo) // 2

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Callable
 
 _REF = re.compile(r"^\$\{(env|airflow):([^}]+)\}$")
 
@@ -84,10 +84,6 @@ def parse_ref(value: object) -> SecretRef | None:
 
 def is_secret_key(key: str) -> bool:
     return key in SECRET_KEYS or key.endswith(".password") or key.endswith(".secret")
-
-
-class Resolver(Protocol):
-    def __call__(self, ref: SecretRef) -> str: ...
 
 
 class UnresolvedSecret(LookupError):

@@ -49,10 +49,6 @@ class TcpProxy:
     def restore(self) -> None:
         self._cut.clear()
 
-    @property
-    def is_cut(self) -> bool:
-        return self._cut.is_set()
-
     def close(self) -> None:
         self._closed.set()
         self.cut()

@@ -33,7 +33,6 @@ time, :mod:`kafka_dr.kafka.task_copier`; ``partition``: a transaction per partit
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Iterator
 
@@ -271,7 +270,3 @@ class ReplicationSource(DataSource):
 
     def streamReader(self, schema) -> DataSourceStreamReader:
         return ReplicationStreamReader(self.options)
-
-
-def offsets_json(offsets: dict) -> str:
-    return json.dumps(offsets, sort_keys=True)
