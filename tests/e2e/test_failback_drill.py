@@ -19,17 +19,18 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))  # shared lab-test helpers
 
+from test_failover import _consume, _identity
+from test_replication import flow_config, run_all
+
 from kafka_checks import produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.provenance import ORIGIN, strip_product_headers
 from kafka_dr.kafka import clients
-from kafka_dr.workflows.failback import run_failback
-from kafka_dr.workflows.failover import run_failover
-from kafka_dr.kafka.offset_translation import sync_group_offsets
 from kafka_dr.kafka.state_store import read_state
 from kafka_dr.kafka.topics import ensure_topic
-from test_failover import _consume, _identity
-from test_replication import flow_config, run_all
+from kafka_dr.workflows.failback import run_failback
+from kafka_dr.workflows.failover import run_failover
+from kafka_dr.workflows.offset_sync import sync_group_offsets
 
 pytestmark = [pytest.mark.lab]
 
@@ -142,8 +143,8 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     normal_flows_without_loops(path, cfg, spark, topic_name)
 
     # a record on east that west does not have stops the gate, named with where it sits
-    from kafka_dr.workflows.failback import GateFailed, gate
     from kafka_dr.kafka.writing import produce_all
+    from kafka_dr.workflows.failback import GateFailed, gate
 
     produce_all(clients.producer(cfg.cluster("east")), topic_name, [(b"forged", b"x", [("dr.origin", b"west")], None, 1)])
     with pytest.raises(GateFailed, match=rf"{topic_name}\[1\]: east@\[\d+\] not on west"):

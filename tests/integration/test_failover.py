@@ -7,17 +7,17 @@ from __future__ import annotations
 import time
 
 import pytest
+from test_dag_runs import _task_states
+from test_replication import flow_config
 
 from kafka_checks import produce_varied
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.offset_translation import sync_group_offsets
 from kafka_dr.kafka.state_store import read_state
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.spark.job import JobOptions, run_flow
-from test_dag_runs import _task_states
-from test_replication import flow_config
+from kafka_dr.workflows.offset_sync import sync_group_offsets
 
 pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 

@@ -10,19 +10,20 @@ import json
 
 import pytest
 from confluent_kafka import TopicPartition
+from test_failover import _consume, isolated_config
+from test_offset_translation import commit, produce
 
 from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import RangeCopier, RangeSpec
-from kafka_dr.workflows.failover import format_summary, move_consumer_groups, rpo_report, run_failover
-from kafka_dr.kafka.offset_translation import sync_group_offsets, translate_group
+from kafka_dr.kafka.offset_translation import translate_group
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from kafka_dr.spark.job import JobOptions, run_flow
-from test_failover import _consume, isolated_config
-from test_offset_translation import commit, produce
+from kafka_dr.workflows.failover import format_summary, move_consumer_groups, rpo_report, run_failover
+from kafka_dr.workflows.offset_sync import sync_group_offsets
 
 pytestmark = [pytest.mark.lab]
 

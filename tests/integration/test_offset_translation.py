@@ -13,6 +13,7 @@ import uuid
 import pytest
 import yaml
 from confluent_kafka import TopicPartition
+from test_replication import flow_config
 
 from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
@@ -20,11 +21,11 @@ from kafka_dr.core.offsets import APPROXIMATE, EXACT, UNTRANSLATABLE
 from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import committed_with_retry
-from kafka_dr.kafka.offset_translation import last_synced_offsets, sync_group_offsets, translate_group, translate_offset
+from kafka_dr.kafka.offset_translation import last_synced_offsets, translate_group, translate_offset
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from kafka_dr.spark.job import JobOptions, run_flow
-from test_replication import flow_config
+from kafka_dr.workflows.offset_sync import sync_group_offsets
 
 pytestmark = [pytest.mark.lab]
 
@@ -181,8 +182,9 @@ def test_translation_on_a_compacted_topic(lab, lab_config, spark, tmp_path, topi
 
 def test_offset_sync_dag_commits_on_the_target_never_backwards_and_not_for_active_groups(lab, lab_config, spark, airflow_db, tmp_path,
                                                                                          topic_name):
-    from kafka_dr.airflow.offset_sync_dag import build_offset_sync_dag
     from test_dag_runs import _task_states
+
+    from kafka_dr.airflow.offset_sync_dag import build_offset_sync_dag
 
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     for c in (east, west):

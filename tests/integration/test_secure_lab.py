@@ -81,9 +81,9 @@ def test_plaintext_clients_are_refused(secure_lab):
 
 
 def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_path, topic_name):
-    from kafka_dr.workflows.failover import run_failover
     from kafka_dr.kafka.heartbeats import emit, measure
     from kafka_dr.kafka.topic_sync import sync_flow
+    from kafka_dr.workflows.failover import run_failover
 
     lab, _ = secure_lab
     path = _narrowed(lab, tmp_path, topic_name)
@@ -131,10 +131,11 @@ def test_dags_with_credentials_from_airflow_connections_leave_no_secret_anywhere
     """The replication and heartbeat DAGs run with the SCRAM credentials taken from an Airflow
     connection (the environment holds none); then every log, XCom value and generated file of
     the lab, the Airflow home and this test is scanned for the secrets."""
+    from test_dag_runs import _task_states
+
     from kafka_dr.airflow.env import connection_env
     from kafka_dr.airflow.heartbeat_dag import build_heartbeat_dag
     from kafka_dr.airflow.replication_dag import build_replication_dag
-    from test_dag_runs import _task_states
 
     lab, secrets = secure_lab
     password = secrets[LAB_PASSWORD_ENV]

@@ -29,7 +29,7 @@ def build_offset_sync_dag(cfg: DrConfig) -> DAG:
             @task(task_id=f"sync_{flow.name}", on_failure_callback=failure_callbacks(cfg.alerts))
             def sync_one(flow_name: str = flow.name) -> dict:
                 from kafka_dr.airflow.secret_resolver import airflow_resolver
-                from kafka_dr.kafka.offset_translation import sync_group_offsets
+                from kafka_dr.workflows.offset_sync import sync_group_offsets
 
                 f = next(x for x in cfg.flows if x.name == flow_name)
                 rows = sync_group_offsets(cfg, f, airflow_resolver())

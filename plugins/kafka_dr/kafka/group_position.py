@@ -22,8 +22,8 @@ from kafka_dr.core.offsets import APPROXIMATE, EXACT, SyncedPosition, Translatio
 from kafka_dr.core.provenance import Provenance, origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import read_committed_progress
-from kafka_dr.kafka.offset_translation import _ranges
 from kafka_dr.kafka.range_reads import FAST_EOF, first_copy_from, read_ranges
+from kafka_dr.kafka.topics import partition_ranges
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class GroupPlacer:
         known = {(t.topic, t.partition): (synced or {}).get((t.topic, t.partition)) for t in todo}
         live = [t for t in todo if (known[(t.topic, t.partition)] is None or known[(t.topic, t.partition)].local_read_below is None)]
         u_live = self._read_below_on_source(live) if live and self.tr.s_admin is not None else {}
-        t_ranges = _ranges(self.tr.t_admin, [TopicPartition(t.target_topic, t.partition) for t in todo], self.flow.target)
+        t_ranges = partition_ranges(self.tr.t_admin, [TopicPartition(t.target_topic, t.partition) for t in todo], self.flow.target)
         todo_ids = {id(t) for t in todo}
         out = []
         for t in translations:
@@ -86,7 +86,7 @@ class GroupPlacer:
         """``u`` per partition, read on the source: reverse progress first, then the source's end."""
         keys = [(t.topic, t.partition) for t in translations]
         progress = read_committed_progress(self.cfg, self.reverse, keys, self.resolve)
-        ends = _ranges(self.tr.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
+        ends = partition_ranges(self.tr.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
         out = {}
         for t in translations:
             k = (t.topic, t.partition)

@@ -1,4 +1,4 @@
-"""Consumer offset translation and group-offset sync against real clusters.
+"""Consumer offset translation against real clusters.
 
 Translation (``translate_group``, ``translate_offset``): for each source topic-partition the
 group committed, a binary search over the target partition reads single records (seek +
@@ -8,14 +8,11 @@ result from what was found, the flow's progress and the partitions' ranges. Cost
 partition: about log2(records) short reads, plus the runs of local records skipped.
 
 When the source is down (failover), its committed offsets cannot be read: pass
-``source_offsets`` explicitly, e.g. from :func:`last_synced_offsets`, which reads what
-:func:`sync_group_offsets` recorded on the target in ``<internal_prefix>.offset-sync``.
-
-Sync (``sync_group_offsets``, MirrorMaker 2's ``sync.group.offsets.enabled``): every source
-group that the allow/deny regexes select is translated and committed on the target under the
-same group id, only while the group has no active member there, never backwards. Committed
-offsets are read with ``Consumer.committed`` (never the admin ListConsumerGroupOffsets, which
-crashes librdkafka 2.16 while a coordinator loads).
+``source_offsets`` explicitly, e.g. from :func:`last_synced_offsets`, which reads what the
+offset sync (:mod:`kafka_dr.workflows.offset_sync`) recorded on the target in
+``<internal_prefix>.offset-sync``. Committed offsets are read with ``Consumer.committed``
+(never the admin ListConsumerGroupOffsets, which crashes librdkafka 2.16 while a coordinator
+loads).
 """
 
 from __future__ import annotations
@@ -23,10 +20,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import replace
-from typing import Iterable
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
@@ -36,7 +31,9 @@ from kafka_dr.core.provenance import Provenance, origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.copier import committed_with_retry, read_committed_progress
+from kafka_dr.kafka.group_position import GroupPlacer
 from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
+from kafka_dr.kafka.topics import partition_ranges
 
 log = logging.getLogger(__name__)
 
@@ -49,26 +46,7 @@ BEHIND_COUNT_LIMIT = 100_000
 # --- reading ------------------------------------------------------------------------------
 
 
-def _list_offsets(admin, tps: list[TopicPartition], spec, where: str) -> dict[tuple[str, int], int]:
-    if not tps:
-        return {}
-    futs = admin.list_offsets({tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
-    out = {}
-    for tp, fut in futs.items():
-        try:
-            out[(tp.topic, tp.partition)] = fut.result(timeout=TIMEOUT).offset
-        except KafkaException as e:
-            raise RuntimeError(f"listing offsets of {where}/{tp.topic}[{tp.partition}]: {e.args[0].str()}") from None
-    return out
-
-
-def _ranges(admin, tps: list[TopicPartition], where: str) -> dict[tuple[str, int], tuple[int, int]]:
-    low = _list_offsets(admin, tps, OffsetSpec.earliest(), where)
-    high = _list_offsets(admin, tps, OffsetSpec.latest(), where)
-    return {k: (low[k], high[k]) for k in low}
-
-
-class _PartitionProbe:
+class PartitionProbe:
     """``first_from(m)``: the first record of one origin at target offset >= m, read by seeking."""
 
     def __init__(self, consumer: Consumer, where: str, topic: str, partition: int, end: int,
@@ -177,11 +155,11 @@ class Translator:
         targets = {k: self.target_topic(k[0]) for k in keys}
         t_tps = [TopicPartition(targets[k], k[1]) for k in keys]
         # target ends before progress: a record copied in between is after the end we search to
-        t_ranges = _ranges(self.t_admin, t_tps, self.flow.target)
+        t_ranges = partition_ranges(self.t_admin, t_tps, self.flow.target)
         progress = read_committed_progress(self.cfg, self.flow, [(targets[k], k[1]) for k in keys], self.resolve)
         s_ranges = None
         if self.s_admin is not None:
-            s_ranges = _ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
+            s_ranges = partition_ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
         out = []
         for k in keys:
             out.append(self._one(group, k[0], k[1], source_offsets[k], targets[k], t_ranges[(targets[k], k[1])],
@@ -189,7 +167,7 @@ class Translator:
         return out
 
     def _one(self, group, topic, p, x, target_topic, t_range, prog, s_range) -> Translation:
-        probe = _PartitionProbe(self.t_consumer, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p)
+        probe = PartitionProbe(self.t_consumer, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p)
         found, earlier, probes = core.search(probe.first_from, t_range[0], t_range[1], x)
         log.info("flow %s: %s[%d]@%d -> %s[%d]: %d probes, %d records read", self.flow.name, topic, p, x, target_topic, p,
                  probes, probe.records_read)
@@ -287,8 +265,6 @@ def translate_group(cfg: DrConfig, flow: FlowConfig, group: str, resolve: Secret
     :param synced: ``{(topic, partition): SyncedPosition}`` the offset sync recorded: which of
         the target's own records the group had read, when the source cannot be asked.
     """
-    from kafka_dr.kafka.group_position import GroupPlacer
-
     if source_offsets is None:
         source_offsets = read_group_offsets(cfg, flow, group, resolve)
         available = True
@@ -310,7 +286,7 @@ def translate_offset(cfg: DrConfig, flow: FlowConfig, topic: str, partition: int
 
 
 def last_synced_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict[tuple[str, int], int]:
-    """The source offsets of ``group`` last recorded by :func:`sync_group_offsets` on the target
+    """The source offsets of ``group`` last recorded by the offset sync on the target
     (``<internal_prefix>.offset-sync``): what to translate when the source is gone."""
     return core.latest_synced(offset_sync_records(cfg, flow, "offset-translation", resolve), flow.name, group)
 
@@ -332,113 +308,3 @@ def offset_sync_records(cfg: DrConfig, flow: FlowConfig, reader: str, resolve: S
     finally:
         c.close()
     return [(r.key, r.value) for r in records]
-
-
-# --- sync ---------------------------------------------------------------------------------
-
-
-def _group_state(admin, group: str, where: str) -> str:
-    try:
-        desc = admin.describe_consumer_groups([group], request_timeout=TIMEOUT)[group].result(timeout=TIMEOUT)
-    except KafkaException as e:
-        if e.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
-            return "NOT_FOUND"
-        raise RuntimeError(f"describing group {group!r} on {where}: {e.args[0].str()}") from None
-    state = getattr(desc.state, "name", str(desc.state))
-    if desc.members and state.upper() in core.INACTIVE_GROUP_STATES:
-        return "HAS_MEMBERS"
-    return state
-
-
-def commit_translations(target, group: str, translations: list[Translation], state: str, resolve: SecretResolver | None = None,
-                        metadata=None, dry_run: bool = False) -> list[tuple[Translation, bool, str]]:
-    """Commit ``group``'s translated offsets on ``target`` under the sync rules
-    (:func:`kafka_dr.core.offsets.commit_decision`: no active member, a translated offset,
-    never backwards). Returns ``(translation, committed, why)`` per partition; with
-    ``dry_run`` nothing is committed and what would be says "would commit". ``metadata`` maps
-    a translation to the commit's metadata string. Shared by the periodic sync and failover.
-    """
-    c = clients.consumer(target, group, resolve)
-    try:
-        current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in committed_with_retry(
-            c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)}
-        rows, to_commit = [], []
-        for t in translations:
-            now_at = current.get((t.target_topic, t.partition))
-            ok, why = core.commit_decision(t, now_at, state)
-            if not ok and t.target_offset is not None and now_at == t.target_offset:
-                why = "already there"
-            elif ok and dry_run:
-                why = "would commit"
-            rows.append((t, ok and not dry_run, why))
-            if ok and not dry_run:
-                args = (t.target_topic, t.partition, t.target_offset) + ((metadata(t),) if metadata else ())
-                to_commit.append(TopicPartition(*args))
-        if to_commit:
-            try:
-                c.commit(offsets=to_commit, asynchronous=False)
-            except KafkaException as e:  # a member joined meanwhile: the broker refuses, we touch nothing
-                why = f"commit refused by {target.name}: {e.args[0].str()}"
-                rows = [(t, False, why if ok else w) for t, ok, w in rows]
-    finally:
-        c.close()
-    return rows
-
-
-def list_source_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:
-    admin = clients.admin(cfg.cluster(flow.source), resolve)
-    try:
-        res = admin.list_consumer_groups(request_timeout=TIMEOUT).result(timeout=TIMEOUT)
-    except KafkaException as e:
-        raise RuntimeError(f"flow {flow.name}: listing consumer groups on {flow.source}: {e.args[0].str()}") from None
-    return sorted(g.group_id for g in res.valid)
-
-
-def sync_group_offsets(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None,
-                       groups: Iterable[str] | None = None) -> list[dict]:
-    """Translate every selected source group's offsets and commit them on the target.
-
-    Groups: the config's ``consumer_groups`` (full-match ``allow`` regexes minus ``deny``; the
-    product's own groups and those starting with ``_`` are always left out), narrowed to
-    ``groups`` when given. A group is committed only while it has no active member on the
-    target; an offset is never moved backwards. Every translation is recorded in
-    ``<internal_prefix>.offset-sync`` on the target, and so are the records the flow has not
-    copied yet per source partition (``kafka_dr.kafka.source_tails``). Returns one dict per
-    partition: the translation plus ``committed`` (bool), ``action`` (why) and ``flow``.
-    """
-    from kafka_dr.kafka.group_position import GroupPlacer
-    from kafka_dr.kafka.source_tails import record_source_tails
-    from kafka_dr.kafka.topics import ensure_topic
-
-    allow, deny = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
-    names = list(groups) if groups is not None else list_source_groups(cfg, flow, resolve)
-    selected = [g for g in names if core.group_selected(g, allow, deny)]
-    tgt = cfg.cluster(flow.target)
-    t_admin = clients.admin(tgt, resolve)
-    topic = cfg.names.offset_sync_topic
-    ensure_topic(t_admin, topic, 1, {"cleanup.policy": "compact"})
-    producer = clients.producer(tgt, resolve)
-    report: list[dict] = []
-    with Translator(cfg, flow, resolve, source_available=True) as tr:
-        placer = GroupPlacer(cfg, flow, tr, resolve)
-        for group in selected:
-            offsets = read_group_offsets(cfg, flow, group, resolve, skip_synced=True)
-            if not offsets:
-                continue
-            translations = placer.place(tr.translate(group, offsets))
-            state = _group_state(t_admin, group, flow.target)
-            rows = commit_translations(tgt, group, translations, state, resolve,
-                                       metadata=lambda t: core.sync_commit_metadata(flow.name, t.source_offset))
-            now = int(time.time() * 1000)
-            for t, ok, why in rows:
-                producer.produce(topic, key=core.sync_key(flow.name, group, t.topic, t.partition), value=core.sync_value(t, ok, now))
-                report.append({"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state})
-            log.info("flow %s: group %s (%s on %s): %d partition(s), %d committed", flow.name, group, state, flow.target,
-                     len(rows), sum(1 for _, ok, _ in rows if ok))
-        placer.close()
-        # what the failover's RPO report knows of the source once it is gone
-        record_source_tails(cfg, flow, tr, lambda k, v: producer.produce(topic, key=k, value=v), resolve)
-    left = producer.flush(30)
-    if left:
-        raise TimeoutError(f"flow {flow.name}: {left} offset-sync record(s) not acknowledged by {flow.target}/{topic}")
-    return report

@@ -19,8 +19,8 @@ from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.copier import read_committed_progress
-from kafka_dr.kafka.offset_translation import _ranges
 from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
+from kafka_dr.kafka.topics import partition_ranges
 
 #: the offset sync reads at most this many source offsets a partition per run: under a
 #: backlog the count is a lower bound that stops there
@@ -44,7 +44,7 @@ def count_tails(cfg: DrConfig, flow: FlowConfig, s_admin, s_consumer, resolve: S
     if not keys:
         return {}
     progress = read_committed_progress(cfg, flow, [(router.target_topic(t), p) for t, p in keys], resolve)
-    ranges = _ranges(s_admin, [TopicPartition(t, p) for t, p in keys], flow.source)
+    ranges = partition_ranges(s_admin, [TopicPartition(t, p) for t, p in keys], flow.source)
     spans = {}
     for t, p in keys:
         low, end = ranges[(t, p)]

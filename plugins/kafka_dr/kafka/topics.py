@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+TIMEOUT = 30.0
 
 
 def ensure_topic(client: AdminClient, name: str, partitions: int, config: dict[str, str] | None = None, timeout: float = 30.0) -> bool:
@@ -43,3 +45,24 @@ def delete_topics(client: AdminClient, names: list[str], timeout: float = 60.0) 
             if e.args[0].code() != e.args[0].UNKNOWN_TOPIC_OR_PART:
                 failed.append(f"{name}: {e.args[0].str()}")
     return failed
+
+
+def _list_offsets(admin: AdminClient, tps: list[TopicPartition], spec, where: str) -> dict[tuple[str, int], int]:
+    if not tps:
+        return {}
+    futs = admin.list_offsets({tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
+    out = {}
+    for tp, fut in futs.items():
+        try:
+            out[(tp.topic, tp.partition)] = fut.result(timeout=TIMEOUT).offset
+        except KafkaException as e:
+            raise RuntimeError(f"listing offsets of {where}/{tp.topic}[{tp.partition}]: {e.args[0].str()}") from None
+    return out
+
+
+def partition_ranges(admin: AdminClient, tps: list[TopicPartition], where: str) -> dict[tuple[str, int], tuple[int, int]]:
+    """``{(topic, partition): (earliest, last stable offset)}`` of ``tps`` on the cluster ``where``
+    (read_committed: the end is where a transactional reader stops)."""
+    low = _list_offsets(admin, tps, OffsetSpec.earliest(), where)
+    high = _list_offsets(admin, tps, OffsetSpec.latest(), where)
+    return {k: (low[k], high[k]) for k in low}

@@ -6,7 +6,7 @@ again *now*, against what the survivor holds at failover time (exact, by provena
 committed with the same rules as the periodic sync: only groups with no active member on the
 survivor, never backwards. In active/active the sync also recorded which of the survivor's
 own records the group had read, so the group resumes at the earliest position that skips
-none it had not (``kafka_dr.kafka.group_position``). A consumer that committed after the last
+none it had not (:mod:`kafka_dr.kafka.group_position`). A consumer that committed after the last
 sync run re-reads what it consumed since (the sync runs every minute by default).
 """
 
@@ -21,7 +21,8 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.offset_translation import _group_state, commit_translations, offset_sync_records, translate_group
+from kafka_dr.kafka.consumer_groups import commit_translations, group_state
+from kafka_dr.kafka.offset_translation import offset_sync_records, translate_group
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count
 
@@ -72,7 +73,7 @@ def move_groups(cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: b
         # the offset in records: trailing markers and filtered records below it taken off
         source_offsets = {k: v.effective_offset if v.effective_offset is not None else v.source_offset for k, v in synced.items()}
         translations = translate_group(cfg, flow, group, resolve, source_offsets=source_offsets, synced=synced)
-        state = _group_state(admin, group, flow.target)
+        state = group_state(admin, group, flow.target)
         rows = commit_translations(tgt, group, translations, state, resolve, dry_run=dry_run)
         for t, ok, why in rows:
             report.append({"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state})
