@@ -1,12 +1,10 @@
 """Streaming tasks' background copies (kafka_dr.spark.streams): the copy goes on between two
 tasks, each task's rows count what was committed since the previous ones (nothing twice,
 nothing left out), a lease that runs out or the stop marker ends the copy, and a producer
-lost between tasks ends it quietly while one lost during a task is that task's error. Also
-the driver's watchdog (kafka_dr.spark.job._supervise), which stops a query whose
-micro-batch stalls.
+lost between tasks ends it quietly while one lost during a task is that task's error.
 
-The copier and the query here are stand-ins with plain values; the real copier, Spark and
-Kafka are exercised by the lab tests (test_faults, test_replication)."""
+The copier here is a stand-in with plain values; the real copier, Spark and Kafka are
+exercised by the lab tests (test_faults, test_replication)."""
 
 from __future__ import annotations
 
@@ -261,47 +259,6 @@ def test_a_watched_call_that_returns_clears_its_mark():
     with pytest.raises(ValueError), watched_call(h, 30):
         raise ValueError("the call failed")
     assert h.hung_after is None
-
-
-class FakeQuery:
-    """A running query that never completes a batch (its task froze)."""
-
-    def __init__(self) -> None:
-        self.isActive, self.stopped = True, False
-        self.status = {"isTriggerActive": True}
-
-    def awaitTermination(self, seconds: float) -> None:
-        time.sleep(min(seconds, 0.01))
-
-    def stop(self) -> None:
-        self.isActive, self.stopped = False, True
-
-
-def test_the_driver_stops_a_query_whose_micro_batch_stalls():
-    from kafka_dr.spark.job import _Stop, _supervise
-
-    q = FakeQuery()
-    reason = _supervise(q, _Stop(None), None, [time.monotonic() - 10], stall_after=5)
-    assert q.stopped and "no micro-batch completed for 10s" in reason
-
-
-def test_the_driver_leaves_a_query_whose_batches_complete_alone():
-    from kafka_dr.spark.job import _Stop, _supervise
-
-    q, last = FakeQuery(), [time.monotonic()]
-    threading.Timer(0.3, q.stop).start()  # the query ends on its own
-    assert _supervise(q, _Stop(None), None, last, stall_after=5) == ""
-
-
-def test_the_driver_leaves_a_query_with_no_trigger_running_alone():
-    """A query with nothing to plan (its flow's topics do not exist yet) runs no batch; it is
-    not stuck, however long ago its last batch was."""
-    from kafka_dr.spark.job import _Stop, _supervise
-
-    q = FakeQuery()
-    q.status = {"isTriggerActive": False}
-    threading.Timer(0.3, q.stop).start()
-    assert _supervise(q, _Stop(None), None, [time.monotonic() - 10], stall_after=5) == ""
 
 
 class FixedPlanner:

@@ -1,0 +1,91 @@
+"""The replication job's restart loop (kafka_dr.spark.job): how many times a failed query is
+run again, the pauses between, when the job gives up, and how the summary says it stopped.
+Queries are stand-ins returning plain errors; the lab tests run the real one."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_dr.core.config import FlowMode
+from kafka_dr.core.config_load import parse_config
+from kafka_dr.spark.job import FlowRun, JobOptions, _restart_loop
+from kafka_dr.spark.metrics_sink import JobSummary
+from kafka_dr.spark.supervision import Stop
+
+CFG = parse_config(
+    {
+        "clusters": {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}},
+        "flows": [{"source": "east", "target": "west"}],
+    }
+)
+OUTAGE = RuntimeError("flow east_to_west: source cluster 'east' (127.0.0.1:1) did not answer: timed out")
+
+
+class RecordedStop(Stop):
+    """A stop whose pauses are recorded, not waited."""
+
+    def __init__(self, reason: str = "") -> None:
+        super().__init__(None)
+        self.reason, self.pauses = reason, []
+
+    def sleep(self, seconds: float) -> None:
+        self.pauses.append(seconds)
+
+
+def loop(errors: list, mode: str = "incremental", max_restarts: int = 5, stop: Stop | None = None):
+    run = FlowRun(
+        JobOptions(config="x.yaml", flow="east_to_west", max_restarts=max_restarts),
+        CFG,
+        CFG.flows[0],
+        FlowMode(mode),
+        None,
+    )
+    summary, stop = JobSummary("east_to_west"), stop or RecordedStop()
+    queue = list(errors)
+    return _restart_loop(run, summary, stop, None, lambda: queue.pop(0)), stop
+
+
+def test_a_failed_query_is_restarted_after_pauses_that_double():
+    summary, stop = loop([OUTAGE, OUTAGE, OUTAGE, None])
+    assert (summary.restarts, summary.stopped_by, stop.pauses) == (3, "completed", [2.0, 4.0, 8.0])
+
+
+def test_the_pause_stops_doubling_at_a_minute():
+    summary, stop = loop([OUTAGE] * 7 + [None], max_restarts=10)
+    assert stop.pauses == [2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0]
+
+
+def test_the_job_gives_up_one_failure_past_max_restarts():
+    with pytest.raises(RuntimeError) as e:
+        loop([OUTAGE] * 5, max_restarts=2)
+    assert str(e.value) == (
+        "flow east_to_west: giving up after 3 failed run(s); last error: source cluster 'east' (127.0.0.1:1) did not "
+        "answer: timed out"
+    )
+
+
+def test_a_permanent_failure_stops_at_once():
+    stop = RecordedStop()
+    with pytest.raises(RuntimeError, match=r"^flow east_to_west: stopped: west refused east/orders\[0\]@3: too large$"):
+        loop([RuntimeError("flow east_to_west: west refused east/orders[0]@3: too large"), None], stop=stop)
+    assert stop.pauses == []
+
+
+def test_a_failure_after_a_stop_was_asked_for_is_not_restarted():
+    stop = RecordedStop("SIGTERM")
+    with pytest.raises(RuntimeError, match="giving up after 1 failed run"):
+        loop([OUTAGE, None], stop=stop)
+    assert stop.pauses == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason", "stopped_by"),
+    [
+        ("incremental", "", "completed"),
+        ("continuous", "", "max duration"),
+        ("continuous", "SIGTERM", "SIGTERM"),
+    ],
+)
+def test_the_summary_says_what_stopped_the_run(mode, reason, stopped_by):
+    summary, _ = loop([None], mode=mode, stop=RecordedStop(reason))
+    assert (summary.restarts, summary.stopped_by) == (0, stopped_by)
