@@ -1,37 +1,79 @@
 """Judging the DR status from what was read (kafka_dr.core.status) and drawing it
-(kafka_dr.airflow.status_html): literal inputs, no clusters, no Airflow."""
+(kafka_dr.airflow.status_html and its templates): literal inputs, no clusters, no Airflow."""
 
-from kafka_dr.airflow.status_html import latency_svg, render
+import tomllib
+from fnmatch import fnmatch
+from pathlib import Path
+
+import pytest
+from fastapi import HTTPException
+
+from kafka_dr.airflow.status_html import TEMPLATES, latency_svg, render, status_view
+from kafka_dr.airflow.status_page import docs_file, docs_url
 from kafka_dr.core.config_load import parse_config
 from kafka_dr.core.dr_state import DrState
 from kafka_dr.core.heartbeat import FlowLatency
-from kafka_dr.core.status import ClusterHealth, build_status, latency_series, latest_batch
+from kafka_dr.core.status import (
+    Alert,
+    ClusterHealth,
+    FlowStatus,
+    StatusReport,
+    build_status,
+    latency_series,
+    latest_batch,
+)
 
-CFG = parse_config({
-    "clusters": {"east": {"bootstrap_servers": "e:9092"}, "west": {"bootstrap_servers": "w:9092", "cluster_id": "W-ID"}},
-    "flows": [{"name": "east_to_west", "source": "east", "target": "west", "topics": {"allow": ["orders"]}},
-              {"name": "west_to_east", "source": "west", "target": "east", "topics": {"allow": ["orders"]}}],
-    "thresholds": {"replication_lag_max_records": 1000, "latency_p99_max_seconds": 5},
-})
+CFG = parse_config(
+    {
+        "clusters": {
+            "east": {"bootstrap_servers": "e:9092"},
+            "west": {"bootstrap_servers": "w:9092", "cluster_id": "W-ID"},
+        },
+        "flows": [
+            {"name": "east_to_west", "source": "east", "target": "west", "topics": {"allow": ["orders"]}},
+            {"name": "west_to_east", "source": "west", "target": "east", "topics": {"allow": ["orders"]}},
+        ],
+        "thresholds": {"replication_lag_max_records": 1000, "latency_p99_max_seconds": 5},
+    }
+)
 NOW = 1_800_000_000_000
-UP = {"east": ClusterHealth("east", "e:9092", True, "E-ID"), "west": ClusterHealth("west", "w:9092", True, "W-ID", "W-ID")}
+UP = {
+    "east": ClusterHealth("east", "e:9092", True, "E-ID"),
+    "west": ClusterHealth("west", "w:9092", True, "W-ID", "W-ID"),
+}
 
 
 def row(flow, batch, at, part, lag, p99, written=10):
-    return {"flow": flow, "topic": "orders", "partition": part, "batch": batch, "at_ms": at, "lag": lag,
-            "latency_p50_ms": None if p99 is None else p99 / 2, "latency_p99_ms": p99, "written": written}
+    return {
+        "flow": flow,
+        "topic": "orders",
+        "partition": part,
+        "batch": batch,
+        "at_ms": at,
+        "lag": lag,
+        "latency_p50_ms": None if p99 is None else p99 / 2,
+        "latency_p99_ms": p99,
+        "written": written,
+    }
 
 
-METRICS = [row("east_to_west", 1, NOW - 60_000, 0, 500, 800.0), row("east_to_west", 1, NOW - 60_000, 1, 700, 1200.0),
-           row("east_to_west", 2, NOW - 5_000, 0, 10, 300.0), row("east_to_west", 2, NOW - 5_000, 1, 20, 400.0),
-           row("west_to_east", 7, NOW - 9_000, 0, 0, None, written=0)]
+METRICS = [
+    row("east_to_west", 1, NOW - 60_000, 0, 500, 800.0),
+    row("east_to_west", 1, NOW - 60_000, 1, 700, 1200.0),
+    row("east_to_west", 2, NOW - 5_000, 0, 10, 300.0),
+    row("east_to_west", 2, NOW - 5_000, 1, 20, 400.0),
+    row("west_to_east", 7, NOW - 9_000, 0, 0, None, written=0),
+]
 
 
 def hb(flow, src, dst, age, status="ok", loops=0):
     return FlowLatency(flow, src, dst, None if age is None else NOW - int(age * 1000), age, status, loops)
 
 
-HEALTHY_BEATS = {"east_to_west": hb("east_to_west", "east", "west", 3.0), "west_to_east": hb("west_to_east", "west", "east", 4.0)}
+HEALTHY_BEATS = {
+    "east_to_west": hb("east_to_west", "east", "west", 3.0),
+    "west_to_east": hb("west_to_east", "west", "east", 4.0),
+}
 
 
 def test_newest_batch_gives_the_lag_and_latency_of_a_flow():
@@ -63,13 +105,21 @@ def test_a_cluster_down_is_critical_and_its_flows_are_unknown_not_guessed():
     assert "cluster east (e:9092) is unreachable: no answer within 3s" in texts
     assert "the ACTIVE cluster east is unreachable: consider the dr_failover DAG" in texts
     e2w, w2e = report.flows
-    assert (w2e.heartbeat_status, w2e.heartbeat_age_seconds, w2e.lag_records, w2e.blocked) == ("unknown", None, None, "target down")
+    assert (w2e.heartbeat_status, w2e.heartbeat_age_seconds, w2e.lag_records, w2e.blocked) == (
+        "unknown",
+        None,
+        None,
+        "target down",
+    )
     assert e2w.blocked == "source down" and "SOURCE DOWN" in render(report, None, [], {})
 
 
 def test_after_a_failover_the_recorded_survivor_is_active_and_stopped_flows_do_not_alert():
     state = DrState(4, "west", "west", ("east",), {"kind": "failover", "from": "east", "to": "west"})
-    beats = {"east_to_west": hb("east_to_west", "east", "west", 900.0, "late"), "west_to_east": HEALTHY_BEATS["west_to_east"]}
+    beats = {
+        "east_to_west": hb("east_to_west", "east", "west", 900.0, "late"),
+        "west_to_east": HEALTHY_BEATS["west_to_east"],
+    }
     report = build_status(CFG, UP, state, beats, [], None, {}, NOW)
     assert (report.active_cluster, report.active_source, report.failed_clusters) == ("west", "recorded", ("east",))
     assert report.flows[0].stopped and report.alerts == ()
@@ -78,11 +128,22 @@ def test_after_a_failover_the_recorded_survivor_is_active_and_stopped_flows_do_n
 def test_thresholds_loops_id_mismatch_dq_and_failed_syncs_alert():
     health = {**UP, "west": ClusterHealth("west", "w:9092", True, "OTHER", "W-ID")}
     lagging = METRICS + [row("east_to_west", 3, NOW - 1000, 0, 5000, 9000.0)]
-    beats = {"east_to_west": hb("east_to_west", "east", "west", 200.0, "late"),
-             "west_to_east": hb("west_to_east", "west", "east", None, "missing", loops=2)}
-    dq = {"run_id": "dq-7", "ts_ms": NOW - 1000, "success": False, "failed": ["orders[0] count", "orders[1] checksum"],
-          "checked_partitions": 2, "docs_path": "/tmp/docs"}
-    runs = {"dr_topic_config_sync": {"state": "failed", "end_ms": NOW}, "dr_schema_mirror": {"state": "success", "end_ms": NOW}}
+    beats = {
+        "east_to_west": hb("east_to_west", "east", "west", 200.0, "late"),
+        "west_to_east": hb("west_to_east", "west", "east", None, "missing", loops=2),
+    }
+    dq = {
+        "run_id": "dq-7",
+        "ts_ms": NOW - 1000,
+        "success": False,
+        "failed": ["orders[0] count", "orders[1] checksum"],
+        "checked_partitions": 2,
+        "docs_path": "/tmp/docs",
+    }
+    runs = {
+        "dr_topic_config_sync": {"state": "failed", "end_ms": NOW},
+        "dr_schema_mirror": {"state": "success", "end_ms": NOW},
+    }
     report = build_status(CFG, health, DrState(), beats, lagging, dq, runs, NOW)
     texts = [(a.level, a.text) for a in report.alerts]
     assert texts == [
@@ -109,10 +170,25 @@ def test_page_shows_active_cluster_alerts_flows_and_missing_dq_plainly():
 
 
 def test_page_links_data_docs_and_shows_failover_summaries():
-    dq = {"run_id": "dq-1", "ts_ms": NOW - 60_000, "success": True, "failed": [], "checked_partitions": 4, "docs_path": "/x"}
-    report = build_status(CFG, UP, DrState(), HEALTHY_BEATS, [], dq, {"dr_schema_mirror": {"state": "success", "end_ms": NOW - 7_200_000}}, NOW)
-    ops = [{"dag_id": "dr_failover", "run_id": "manual__1", "state": "success", "end_ms": NOW - 30_000,
-            "summary_text": "failover east -> west (DRY RUN: nothing changed)"}]
+    dq = {
+        "run_id": "dq-1",
+        "ts_ms": NOW - 60_000,
+        "success": True,
+        "failed": [],
+        "checked_partitions": 4,
+        "docs_path": "/x",
+    }
+    runs = {"dr_schema_mirror": {"state": "success", "end_ms": NOW - 7_200_000}}
+    report = build_status(CFG, UP, DrState(), HEALTHY_BEATS, [], dq, runs, NOW)
+    ops = [
+        {
+            "dag_id": "dr_failover",
+            "run_id": "manual__1",
+            "state": "success",
+            "end_ms": NOW - 30_000,
+            "summary_text": "failover east -> west (DRY RUN: nothing changed)",
+        }
+    ]
     html = render(report, "/dr-status/data-docs/index.html", ops, {})
     assert 'href="/dr-status/data-docs/index.html"' in html and "PASSED" in html and "4 partition(s) checked" in html
     assert "failover east -&gt; west (DRY RUN: nothing changed)" in html
@@ -132,11 +208,85 @@ def test_a_flow_that_selects_no_topic_on_its_source_is_flagged_in_its_row():
     e2w, w2e = report.flows
     assert (e2w.selected_topics, w2e.selected_topics) == (1, 0)
     assert [(a.level, a.text) for a in report.alerts] == [
-        ("warning", "flow west_to_east selects no topics on west (allow ['orders']): it copies only heartbeats; "
-                    "check topics.allow, or create the topics")]
+        (
+            "warning",
+            "flow west_to_east selects no topics on west (allow ['orders']): it copies only heartbeats; "
+            "check topics.allow, or create the topics",
+        )
+    ]
     html = render(report, None, [], {})
-    row = html[html.index('<tr data-flow="west_to_east">'):]
-    assert "SELECTS NO TOPICS" in row[:row.index("</tr>")] and html.count("SELECTS NO TOPICS") == 1
+    row = html[html.index('<tr data-flow="west_to_east">') :]
+    assert "SELECTS NO TOPICS" in row[: row.index("</tr>")] and html.count("SELECTS NO TOPICS") == 1
     # a source that was not read is not judged
     unread = build_status(CFG, UP, DrState(), HEALTHY_BEATS, METRICS, None, {}, NOW, topics={"east": ["orders"]})
     assert unread.flows[1].selected_topics is None and unread.alerts == ()
+
+
+def test_the_view_model_carries_worded_values_for_the_template():
+    health = {**UP, "west": ClusterHealth("west", "w:9092", True, "OTHER", "W-ID")}
+    report = build_status(CFG, health, DrState(), HEALTHY_BEATS, METRICS, None, {"dr_heartbeat": None}, NOW)
+    view = status_view(report, None, [], {})
+    assert (view.banner.overall, view.banner.active_cluster, view.banner.alert_count) == (
+        "critical",
+        "east",
+        "1 critical · 0 warning",
+    )
+    e2w = view.flows[0]
+    assert (e2w.state.text, e2w.lag, e2w.batch_latency, e2w.written, e2w.heartbeat_ago) == (
+        "OK",
+        "30",
+        "200 ms / 400 ms",
+        "20",
+        "3s ago",
+    )
+    west = view.clusters[1]
+    assert ([b.text for b in west.badges], west.detail, west.expected_id) == (["UP"], "cluster id OTHER", "W-ID")
+    assert view.data_quality is None and view.operations == () and view.syncs[3].state is None
+
+
+def test_every_value_the_page_prints_is_escaped():
+    evil = "<script>x</script>"
+    flow = FlowStatus(evil, evil, evil, True, False, "ok", 1.0, NOW, 0, 1.0, 2.0, NOW, 1)
+    report = StatusReport(
+        NOW,
+        evil,
+        "recorded",
+        (evil,),
+        {"to": evil},
+        (ClusterHealth(evil, evil, False, error=evil),),
+        (flow,),
+        {"run_id": evil, "ts_ms": NOW, "success": False, "failed": [evil]},
+        {},
+        (Alert("warning", evil),),
+        {evil: [(NOW, 5.0)]},
+    )
+    ops = [{"dag_id": evil, "run_id": evil, "state": evil, "end_ms": NOW, "summary_text": evil}]
+    html = render(report, '/d?a=1&b="2"', ops, {evil: evil})
+    assert "<script>" not in html and html.count("&lt;script&gt;x&lt;/script&gt;") >= 20
+    assert 'href="/d?a=1&amp;b=&#34;2&#34;"' in html
+
+
+def test_data_docs_are_served_only_from_the_runs_docs_folder(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "pages").mkdir(parents=True)
+    (docs / "index.html").write_text("index")
+    (docs / "pages" / "p.html").write_text("page")
+    (tmp_path / "secret.txt").write_text("no")
+    dq = {"docs_path": f"file://{docs / 'index.html'}"}
+    assert docs_url(dq) == "/dr-status/data-docs/index.html" and docs_url(None) is None
+    assert docs_file(dq, "") == docs / "index.html" and docs_file(dq, "pages/p.html") == docs / "pages" / "p.html"
+    for outside in ("../secret.txt", "pages/../../secret.txt", "missing.html"):
+        with pytest.raises(HTTPException) as err:
+            docs_file(dq, outside)
+        assert err.value.status_code == 404
+    with pytest.raises(HTTPException, match="no data-quality run"):
+        docs_file(None, "index.html")
+
+
+def test_the_page_templates_ship_with_the_package():
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["kafka_dr"]
+    templates = TEMPLATES.list_templates()
+    assert "status.html" in templates
+    for name in templates:
+        assert any(fnmatch(f"airflow/templates/{name}", pattern) for pattern in shipped), name

@@ -53,44 +53,62 @@ def _ms(dt) -> int | None:
 
 def last_runs(dag_ids) -> dict[str, dict | None]:
     """The newest run of each DAG from Airflow's metadata database."""
-    from sqlalchemy import select
-
     from airflow.models.dagrun import DagRun
     from airflow.utils.session import create_session
+    from sqlalchemy import select
 
     out: dict[str, dict | None] = {}
     with create_session() as session:
         for dag_id in dag_ids:
-            run = session.scalars(select(DagRun).where(DagRun.dag_id == dag_id).order_by(DagRun.run_after.desc()).limit(1)).first()
-            out[dag_id] = None if run is None else {"run_id": run.run_id, "state": str(run.state),
-                                                     "end_ms": _ms(run.end_date) or _ms(run.start_date)}
+            newest = select(DagRun).where(DagRun.dag_id == dag_id).order_by(DagRun.run_after.desc()).limit(1)
+            run = session.scalars(newest).first()
+            out[dag_id] = (
+                None
+                if run is None
+                else {"run_id": run.run_id, "state": str(run.state), "end_ms": _ms(run.end_date) or _ms(run.start_date)}
+            )
     return out
 
 
 def recent_operations(limit: int = 5) -> list[dict]:
     """The newest failover/failback runs with the text their ``summary`` task returned."""
-    from sqlalchemy import select
-
     from airflow.models.dagrun import DagRun
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
-
-    from kafka_dr.workflows.failover import format_summary
+    from sqlalchemy import select
 
     out = []
     with create_session() as session:
-        runs = session.scalars(select(DagRun).where(DagRun.dag_id.in_(OPERATION_DAGS)).order_by(DagRun.run_after.desc()).limit(limit)).all()
-        for run in runs:
-            row = session.scalars(select(XComModel).where(XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id,
-                                                          XComModel.task_id == "summary", XComModel.key == "return_value")).first()
-            text = None
-            if row is not None:
-                value = XComModel.deserialize_value(row)
-                if isinstance(value, dict):
-                    text = value.get("summary_text") or _safe_format(format_summary, value)
-            out.append({"dag_id": run.dag_id, "run_id": run.run_id, "state": str(run.state),
-                        "end_ms": _ms(run.end_date) or _ms(run.start_date), "summary_text": text})
+        newest = select(DagRun).where(DagRun.dag_id.in_(OPERATION_DAGS)).order_by(DagRun.run_after.desc()).limit(limit)
+        for run in session.scalars(newest).all():
+            summary = session.scalars(
+                select(XComModel).where(
+                    XComModel.dag_id == run.dag_id,
+                    XComModel.run_id == run.run_id,
+                    XComModel.task_id == "summary",
+                    XComModel.key == "return_value",
+                )
+            ).first()
+            value = None if summary is None else XComModel.deserialize_value(summary)
+            out.append(
+                {
+                    "dag_id": run.dag_id,
+                    "run_id": run.run_id,
+                    "state": str(run.state),
+                    "end_ms": _ms(run.end_date) or _ms(run.start_date),
+                    "summary_text": _summary_text(value),
+                }
+            )
     return out
+
+
+def _summary_text(value) -> str | None:
+    """The words of a ``summary`` task's return value: its own text, else formatted from its fields."""
+    from kafka_dr.workflows.failover import format_summary
+
+    if not isinstance(value, dict):
+        return None
+    return value.get("summary_text") or _safe_format(format_summary, value)
 
 
 def _safe_format(fn, value: dict) -> str | None:
@@ -111,6 +129,24 @@ def docs_root(dq: dict | None) -> tuple[Path, str] | None:
     return p.parent, p.name
 
 
+def docs_url(dq: dict | None) -> str | None:
+    """Where the page links the Data Docs of a data-quality record (None: it has none)."""
+    docs = docs_root(dq)
+    return f"{URL_PREFIX}/data-docs/{docs[1]}" if docs else None
+
+
+def docs_file(dq: dict | None, path: str) -> Path:
+    """The file ``path`` names inside the Data Docs of a data-quality record; 404 for anything outside them."""
+    docs = docs_root(dq)
+    if docs is None:
+        raise HTTPException(404, "no data-quality run with Data Docs yet")
+    root = docs[0].resolve()
+    target = (root / (path or docs[1])).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        raise HTTPException(404, f"{path} is not part of the Data Docs")
+    return target
+
+
 def collect(read_timeout: float = 5.0) -> tuple:
     """Read everything and judge it: (report, recent operations, read errors)."""
     from kafka_dr.airflow.dag_config import dag_config
@@ -127,8 +163,17 @@ def collect(read_timeout: float = 5.0) -> tuple:
     except Exception as e:  # the metadata DB being away must not hide the clusters' state
         errors["Airflow metadata database"] = f"{type(e).__name__}: {e}"
         runs, ops = {}, []
-    report = build_status(cfg, inputs["health"], inputs["state"], inputs["heartbeats"], inputs["metrics"], inputs["dq"], runs,
-                          int(time.time() * 1000), topics=inputs["topics"])
+    report = build_status(
+        cfg,
+        inputs["health"],
+        inputs["state"],
+        inputs["heartbeats"],
+        inputs["metrics"],
+        inputs["dq"],
+        runs,
+        int(time.time() * 1000),
+        topics=inputs["topics"],
+    )
     return report, ops, errors
 
 
@@ -138,24 +183,25 @@ def create_app() -> FastAPI:
     from kafka_dr.airflow.status_html import render
 
     app = FastAPI(title="kafka-dr status", docs_url=None, redoc_url=None, openapi_url=None)
-    latest_dq: dict = {}
+    latest_dq: dict = {}  # the Data Docs served are those of the newest record the page has read
+
+    async def read() -> tuple:
+        report, ops, errors = await run_in_threadpool(collect)
+        latest_dq["record"] = report.dq
+        return report, ops, errors
 
     @app.get("/", response_class=HTMLResponse)
     async def page(request: Request) -> Response:
         if not await _logged_in(request):
             return _login_redirect(request)
-        report, ops, errors = await run_in_threadpool(collect)
-        latest_dq["record"] = report.dq
-        docs = docs_root(report.dq)
-        docs_url = f"{URL_PREFIX}/data-docs/{docs[1]}" if docs else None
-        return HTMLResponse(render(report, docs_url, ops, errors))
+        report, ops, errors = await read()
+        return HTMLResponse(render(report, docs_url(report.dq), ops, errors))
 
     @app.get("/api/status")
     async def status_json(request: Request) -> Response:
         if not await _logged_in(request):
             return JSONResponse({"detail": "Not authenticated"}, status_code=401)
-        report, ops, errors = await run_in_threadpool(collect)
-        latest_dq["record"] = report.dq
+        report, ops, errors = await read()
         return JSONResponse({**report.to_dict(), "recent_operations": ops, "read_errors": errors})
 
     @app.get("/data-docs/{path:path}")
@@ -163,15 +209,7 @@ def create_app() -> FastAPI:
         if not await _logged_in(request):
             return _login_redirect(request)
         if "record" not in latest_dq:
-            report, _, _ = await run_in_threadpool(collect)
-            latest_dq["record"] = report.dq
-        docs = docs_root(latest_dq["record"])
-        if docs is None:
-            raise HTTPException(404, "no data-quality run with Data Docs yet")
-        root = docs[0].resolve()
-        target = (root / (path or docs[1])).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
-            raise HTTPException(404, f"{path} is not part of the Data Docs")
-        return FileResponse(target)
+            await read()
+        return FileResponse(docs_file(latest_dq["record"], path))
 
     return app
