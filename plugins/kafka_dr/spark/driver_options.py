@@ -10,11 +10,8 @@ from collections.abc import Mapping
 
 #: The replication job's driver JVM options when Spark runs in local mode (the driver is then
 #: the executor too) and ``spark.conf`` sets none of its own. The JVM's work in this job is
-#: small (planning, Python worker I/O); the copy is Python and librdkafka. Yet in a backlog
-#: copy of 1,000,000 records its C2 compiler and G1's concurrent threads took 0.15-0.2 of this
-#: 2-core lab's cores, away from the copy; with C1 only and the serial collector they do not
-#: show, and the job copied 3-10% faster in five of six interleaved pairs
-#: (docs/benchmarks.md, item 22).
+#: small (planning, Python worker I/O); the copy is Python and librdkafka, so the JVM's C2
+#: compiler and concurrent collector threads only take cores from it (docs/benchmarks.md).
 LOCAL_DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 

@@ -1,34 +1,19 @@
 """The replication flow as a PySpark streaming data source (``format("kafka_dr_replication")``).
 
-Design, measured before it was chosen (see docs/architecture.md): shipping each record
-through Spark rows costs a Python -> JVM -> Python round trip per record (about 7k records/s
-here), so the reader's tasks are *fused*: each task copies its source partition's offset range
-straight to the target with confluent-kafka (:class:`~kafka_dr.kafka.copier.RangeCopier`) and
-yields one summary row per range. Spark contributes what it is good at: planning micro-
-batches, spreading partitions over executors, retrying failed tasks, and a query lifecycle.
-
-Offsets are ``{topic: {partition: offset}}``. The initial offset is the flow's committed
-progress on the target (or the log start for a partition never copied), so the job does not
-depend on Spark's checkpoint: progress is committed in Kafka transactions with the records.
-With streaming tasks they also carry :data:`BATCH_KEY` (see :meth:`ReplicationStreamReader.latestOffset`).
-
-Continuous flows run *streaming tasks* (option ``task_seconds`` > 0; the job's default):
-a micro-batch is then ``tasks`` long-running tasks, each attached for ``task_seconds`` to
-background copies of its share of the partitions (:mod:`kafka_dr.spark.streams`: one thread
-and copier per partition, a transaction as soon as what was fetched is read and at the
-latest every ``commit_seconds``, copying on through the pause between two tasks). Records
-then wait for about one commit, not for the next micro-batch: measured, a 1 s-trigger
-micro-batch of fixed ranges gave seconds of latency, mostly per-batch fixed costs. One task
-(the default) keeps every producer in one Python worker, so no transactional id changes
-hands between tasks (each hand-over costs 50-500 ms of ``init_transactions``). A batch's Spark end offsets are then lower bounds of what was
-copied; the truth is, as always, the committed progress.
+Tasks are *fused*: each copies its offset range straight to the target with confluent-kafka
+(:class:`~kafka_dr.kafka.copier.RangeCopier`) and yields one metrics row per range, because a
+record shipped as a Spark row crosses Python -> JVM -> Python (docs/replication.md, "How a
+micro-batch runs"). Offsets are ``{topic: {partition: offset}}``; the initial offset is the
+flow's committed progress on the target, so the job needs no Spark checkpoint. Continuous
+flows run *streaming tasks* (``task_seconds`` > 0): ``tasks`` tasks attached to background
+copies (:mod:`kafka_dr.spark.streams`); a batch's Spark end offsets are then lower bounds of
+what was copied, and the committed progress is the truth.
 
 Options: ``config`` (path of the kafka-dr YAML, readable on executors), ``flow`` (name),
 ``allow_reset`` ("true" to start a partition whose progress was lost from its planned start),
 ``chunk_records``, ``max_records_per_batch``, ``task_seconds``, ``tasks``, ``commit_seconds``,
-``transactions`` (``task``, the default: one task copies all partitions in one transaction at a
-time, :mod:`kafka_dr.kafka.task_copier`; ``partition``: a transaction per partition, as with
-``tasks`` > 1), ``stop_marker``.
+``transactions`` (``task``: one task copies all partitions in one transaction at a time;
+``partition``: a transaction per partition), ``stop_marker``.
 """
 
 from __future__ import annotations
@@ -151,16 +136,11 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     @_plain_errors
     def latestOffset(self, start: dict, limit) -> dict:
-        """The source's end offsets. With streaming tasks, also a batch count one past the
-        start's: Spark then plans a micro-batch at every trigger, whether or not the source has
-        new records. Why: the copy runs in the background only while tasks attach to it
-        (:mod:`kafka_dr.spark.streams`), and a batch's end offsets are where the source ended
-        when it was planned, not where the copy got to. Without the count, a copy that was
-        behind when the source went quiet (seen in the target-restart drill: the copy stalled
-        through one task while the target came back, and the writes stopped) lost its last
-        task, stopped after its grace period and left the lag in place until the next write;
-        an idle flow also ran no batch, so the stall watchdog took it for stuck and restarted
-        it. A batch with nothing to copy costs one idle task of ``task_seconds``."""
+        """The source's end offsets, never behind ``start`` and capped by ``max_records_per_batch``.
+        With streaming tasks, also a batch count one past the start's, so Spark plans a
+        micro-batch at every trigger, new records or not: the copy runs only while tasks attach
+        to it, and a copy still behind when the source goes quiet must keep a task until it has
+        caught up (docs/replication.md). A batch with nothing to copy costs one idle task."""
         latest = self._plan().latest()
         cap = int(self.options.get("max_records_per_batch") or 0)
         # A partition never goes backwards in the plan (a truncated or recreated topic is

@@ -1,46 +1,18 @@
-"""Streaming tasks whose copying outlives them: background threads kept by the Spark Python
-worker from one task to the next. A task that holds all of its flow's partitions (one task
-per flow, the default) has one thread copying them all in one transaction at a time
-(:class:`TaskStream`, :mod:`kafka_dr.kafka.task_copier`); with several tasks per flow each
-partition has its own thread and transactions (:class:`PartitionStream`).
+"""Streaming tasks whose copying outlives them: copy threads kept by the Spark Python worker
+from one task to the next, so Spark's pause between two tasks is no pause in the data
+(docs/replication.md, "Continuous flows: streaming tasks"). One task per flow (the default)
+has one thread copying all its partitions a transaction at a time (:class:`TaskStream`);
+with several tasks each partition has its own thread and transactions (:class:`PartitionStream`).
 
-Why: between two streaming tasks Spark needs time to finish the batch, plan the next one and
-start its task: measured 0.5-2.3 s in steady state and 4-6 s at a query's first boundary
-(docs/benchmarks.md). When the copy stopped with its task, every record that arrived then
-waited out that pause, and the pause set the flow's p99 latency (4.6 s, against 0.3 s inside
-a task). So the copy runs in a thread that outlives the task:
-
-- a task *attaches* to its threads (starting those that do not run) and renews
-  their *lease* to its own end plus :data:`GRACE_SECONDS`;
-- when its time is up it returns, per partition, what the thread committed since the
-  previous task's rows (:meth:`_Stream.snapshot`), without stopping it: the copy
-  goes on through the boundary, and the next task attaches again;
-- a thread stops after its current transaction once its lease runs out (no task came: the
-  query stopped or failed) or the query's stop marker appears (the driver's graceful stop:
-  the task then waits for its threads, so its rows count everything); a whole task's thread
-  also stops when the flow's partitions changed (a topic was added), for a new one;
-- a thread whose producer is fenced or lost while it is *between tasks* ends quietly: a
-  newer copier (a task that ran in another Python worker, or a query's start clearing
-  orphaned commits) owns the partition now, and a redo would fence it back. While a task is
-  attached the copier redoes with a fresh producer, as before.
-
-A thread's failure fails the task attached to it (or the next one): Spark fails the batch
-and the job restarts the query. A thread stuck in one Kafka call for :data:`STUCK_SECONDS`,
-or in a transactional call :data:`~kafka_dr.kafka.copier.CALL_GRACE_SECONDS` past its own
-timeout (librdkafka's transactional calls can outlive their timeouts when the target
-restarts, #5511), fails the task too, naming the partitions; its copier is forgotten, so
-fresh ones fence it.
-
-The worker's garbage collector is told to leave alone what exists once the first task has
-started its threads (``gc.freeze``): a full collection walks every object of the worker
-(pyspark, pyarrow, the clients) with the GIL held, and measured 0.14-0.2 s at task
-boundaries, a pause for every copy thread at once. Reference counting still frees those
-objects; only cycles among them are no longer collected.
-
-Exactly-once is the copiers': fixed transactional ids (per partition, or per flow for a
-whole task, each kind fencing the other's), progress committed with the records, every copy
-starting from committed progress. Only the metrics of a thread's
-last moments after a hand-over to another worker go unreported (its records do not).
+- a task *attaches* to its threads (starting those that do not run), renewing their lease to
+  its end plus :data:`GRACE_SECONDS`, and returns per partition what was committed since the
+  previous task's rows (:meth:`_Stream.snapshot`) without stopping the copy;
+- a thread stops after its current transaction when its lease runs out, when the stop marker
+  appears (the task then waits for it, so its rows count everything) or, for a whole task,
+  when the flow's partitions changed; a producer fenced or lost *between* tasks ends it
+  quietly (a newer copier owns the partitions), during a task the copier redoes;
+- a thread's failure, or a thread stuck (:meth:`_Stream.stuck`), fails the attached task;
+- exactly once is the copiers' (fixed transactional ids, progress committed with the records).
 """
 
 from __future__ import annotations
@@ -331,7 +303,9 @@ def _attached(streams: dict[tuple, "_Stream"], ranges, task_end: float, marker: 
 
 @functools.cache
 def _freeze_once() -> None:
-    """Move the worker's objects out of the cyclic collector's reach, once (module docstring)."""
+    """Move the worker's objects out of the cyclic collector's reach, once: a full collection
+    walks all of them with the GIL held, a pause for every copy thread at once. Reference
+    counting still frees them; only cycles among them are no longer collected."""
     gc.freeze()
 
 
