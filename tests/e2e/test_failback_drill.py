@@ -29,7 +29,8 @@ from kafka_dr.kafka import clients
 from kafka_dr.kafka.state_store import read_state
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.workflows.failback import run_failback
-from kafka_dr.workflows.failover import run_failover
+from kafka_dr.workflows.failback_flows import FailbackRun
+from kafka_dr.workflows.failover import FailoverRun, run_failover
 from kafka_dr.workflows.offset_sync import sync_group_offsets
 
 pytestmark = [pytest.mark.lab]
@@ -89,7 +90,7 @@ def outage(lab, spark, tmp_path, topic: str):
     sync_group_offsets(cfg, next(f for f in cfg.flows if f.name == "east_to_west"), groups=[group])
     produce_varied(east, topic, "e2", 20, 2)  # never replicated: east fails first
     lab.stop("east")
-    summary = run_failover(cfg, "east", "west", groups=group, dry_run=False)
+    summary = run_failover(FailoverRun(cfg, "east", "west", groups=group, dry_run=False))
     assert summary["record_active"]["active_cluster"] == "west"
     produce_varied(west, topic, "w2", 50, 2)  # producers moved to west
     read_on_west = _consume(west, group, topic, 60)
@@ -113,15 +114,15 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     drill_lab.start("east")
 
     with pytest.raises(FailbackRefused, match="reseed expects 'east' to be new and empty"):
-        run_failback(cfg, "east", "west", "reseed", groups=group, dry_run=True)
-    dry = run_failback(cfg, "east", "west", "resync", groups=group, dry_run=True)
+        run_failback(FailbackRun(cfg, "east", "west", "reseed", groups=group, dry_run=True))
+    dry = run_failback(FailbackRun(cfg, "east", "west", "resync", groups=group, dry_run=True))
     would = dry["copy"]["would_copy"]
     # east's 20 late records, plus the west copies behind its progress that the loop policy skips
     assert would["east_to_west"][topic_name] >= 20 and would["west_to_east"][topic_name] == 50, would
     assert read_state(cfg).active_cluster == "west", "a dry run changed the state"
 
     west_position = committed(cfg.cluster("west"), group, topic_name)
-    summary = run_failback(cfg, "east", "west", "resync", groups=group, dry_run=False)
+    summary = run_failback(FailbackRun(cfg, "east", "west", "resync", groups=group, dry_run=False))
     assert summary["copy"]["arrived_out_of_order_on_survivor"] == 20  # east's records that never reached west
     assert summary["gate"]["differences"] == 0 and summary["gate"]["data_quality"]["checked_partitions"] >= 4
     state = read_state(cfg)
@@ -144,11 +145,11 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
 
     # a record on east that west does not have stops the gate, named with where it sits
     from kafka_dr.kafka.writing import produce_all
-    from kafka_dr.workflows.failback import GateFailed, gate
+    from kafka_dr.workflows.failback_gate import GateFailed, gate
 
     produce_all(clients.producer(cfg.cluster("east")), topic_name, [(b"forged", b"x", [("dr.origin", b"west")], None, 1)])
     with pytest.raises(GateFailed, match=rf"{topic_name}\[1\]: east@\[\d+\] not on west"):
-        gate(cfg, "east", "west", "resync")
+        gate(FailbackRun(cfg, "east", "west", "resync"))
 
 
 def committed(cluster, group: str, topic: str) -> dict[int, int]:
@@ -172,7 +173,7 @@ def test_failback_reseed_after_east_is_rebuilt_empty(drill_lab, spark, tmp_path,
     west_before = read_topic(cfg.cluster("west"), topic_name)
     drill_lab.rebuild("east")
 
-    summary = run_failback(cfg, "east", "west", "reseed", groups=group, dry_run=False)
+    summary = run_failback(FailbackRun(cfg, "east", "west", "reseed", groups=group, dry_run=False))
     assert summary["gate"]["differences"] == 0 and summary["gate"]["data_quality"]["checked_partitions"] >= 2
     east_records, west_records = assert_same_records(cfg, topic_name)
     # provenance as if no outage happened: east's own records are local again, in west's order

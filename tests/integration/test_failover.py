@@ -102,9 +102,9 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         run = build_failover_dag(cfg).test(run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": False,
                                                     "consumer_groups": group})
         assert str(run.state) == "success", _task_states(run)
-        from kafka_dr.workflows.failover import rpo_report
+        from kafka_dr.workflows.failover import FailoverRun, rpo_report
 
-        rpo = rpo_report(cfg, "east", "west")["flows"]["east_to_west"]
+        rpo = rpo_report(FailoverRun(cfg, "east", "west"))["flows"]["east_to_west"]
         assert rpo["missing_records_at_least"] == 0 and {e["topic"] for e in rpo["partitions"]} >= {topic_name}
         state = read_state(cfg, skip=("east",))
         assert (state.active_cluster, state.schema_primary, state.failed_clusters) == ("west", "west", ("east",))
@@ -163,7 +163,7 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
     partition 1, the records it had already read, which the translation reports as behind)."""
     from test_offset_translation import commit, produce
 
-    from kafka_dr.workflows.failover import run_failover
+    from kafka_dr.workflows.failover import FailoverRun, run_failover
 
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     for c in (east, west):
@@ -185,7 +185,7 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
 
     lab.stop("east")
     try:
-        summary = run_failover(cfg, "east", "west", groups=group, dry_run=False)
+        summary = run_failover(FailoverRun(cfg, "east", "west", groups=group, dry_run=False))
         rpo = {e["partition"]: e for e in summary["rpo"]["flows"]["east_to_west"]["partitions"] if e["topic"] == topic_name}
         assert {p: (e["copied_up_to"], e["last_known_source_end"], e["missing_at_least"]) for p, e in rpo.items()} == {
             0: (copied, 60, 25), 1: (copied, 60, 25)}, rpo
@@ -212,7 +212,7 @@ def test_failover_drill_on_a_compacted_topic(lab, lab_config, spark, tmp_path, t
     after the failover the group on west reads exactly the surviving records it had not read."""
     from test_offset_translation import commit, compacted_on_east
 
-    from kafka_dr.workflows.failover import run_failover
+    from kafka_dr.workflows.failover import FailoverRun, run_failover
 
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     offsets = compacted_on_east(east, west, topic_name)
@@ -230,7 +230,7 @@ def test_failover_drill_on_a_compacted_topic(lab, lab_config, spark, tmp_path, t
 
     lab.stop("east")
     try:
-        summary = run_failover(cfg, "east", "west", groups=group, dry_run=False)
+        summary = run_failover(FailoverRun(cfg, "east", "west", groups=group, dry_run=False))
         assert summary["missing_records_at_least"] == 0, summary["rpo"]
         resumed = _east_identities(_consume(west, group, topic_name, None))
         assert resumed.get(0) == [o for o in offsets if o >= x], "skipped or re-read records on a compacted topic"

@@ -22,7 +22,7 @@ from kafka_dr.kafka.offset_translation import translate_group
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from kafka_dr.spark.job import JobOptions, run_flow
-from kafka_dr.workflows.failover import format_summary, move_consumer_groups, rpo_report, run_failover
+from kafka_dr.workflows.failover import FailoverRun, format_summary, move_consumer_groups, rpo_report, run_failover
 from kafka_dr.workflows.offset_sync import sync_group_offsets
 
 pytestmark = [pytest.mark.lab]
@@ -102,7 +102,7 @@ def test_failover_skips_no_unread_record_of_either_origin_and_counts_the_rereads
     assert {p: r["reread"] for p, r in synced.items()} == {
         0: {"east": 5, "west": 0}, 1: {"east": 4, "west": 0}, 2: {"east": 0, "west": 0}}
 
-    summary = run_failover(east_down(path, tmp_path), "east", "west", groups=group, dry_run=False)
+    summary = run_failover(FailoverRun(east_down(path, tmp_path), "east", "west", groups=group, dry_run=False))
     moved = {g["partition"]: g for g in summary["consumer_groups"]}
     assert {p: (g["target_offset"], g.get("reread")) for p, g in moved.items()} == {
         p: (r["target_offset"], r["reread"]) for p, r in synced.items()}, moved
@@ -139,7 +139,7 @@ def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_t
 
     got = translate_group(cfg, e2w, group)
     assert [(t.partition, t.status, t.target_offset, t.behind_records) for t in got] == [(0, "exact", 11, 0), (1, "exact", 11, 0)]
-    live = rpo_report(cfg, "east", "west")["flows"]["east_to_west"]
+    live = rpo_report(FailoverRun(cfg, "east", "west"))["flows"]["east_to_west"]
     assert [(e["topic"], e["partition"], e["missing_at_least"]) for e in live["partitions"]] == [(topic_name, 0, 0), (topic_name, 1, 0)]
     assert (live["status"], live["missing_records_at_least"]) == ("exact", 0)
 
@@ -153,11 +153,11 @@ def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_t
 
     # east lost: what west knows (the sync's count, the job's last ends) says 0, and only this topic
     dead = east_down(path, tmp_path)
-    rpo = rpo_report(dead, "east", "west", failed_answers=False)
+    rpo = rpo_report(FailoverRun(dead, "east", "west"), failed_answers=False)
     flow = rpo["flows"]["east_to_west"]
     assert [(e["topic"], e["partition"], e["missing_at_least"], e["unaccounted_offsets"], e["status"]) for e in flow["partitions"]] == [
         (topic_name, 0, 0, 0, "approximate"), (topic_name, 1, 0, 0, "approximate")], flow
     assert "east_to_west: at least 0 record(s) not replicated; RPO window" in format_summary(
         {"failed": "east", "survivor": "west", "rpo": rpo})
-    moved = move_consumer_groups(dead, "east", "west", group, dry_run=True)
+    moved = move_consumer_groups(FailoverRun(dead, "east", "west", groups=group, dry_run=True))
     assert [(g["partition"], g["status"], g["target_offset"]) for g in moved] == [(0, "exact", 11), (1, "exact", 11)], moved

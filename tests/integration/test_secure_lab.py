@@ -83,7 +83,7 @@ def test_plaintext_clients_are_refused(secure_lab):
 def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_path, topic_name):
     from kafka_dr.kafka.heartbeats import emit, measure
     from kafka_dr.kafka.topic_sync import sync_flow
-    from kafka_dr.workflows.failover import run_failover
+    from kafka_dr.workflows.failover import FailoverRun, run_failover
 
     lab, _ = secure_lab
     path = _narrowed(lab, tmp_path, topic_name)
@@ -102,7 +102,7 @@ def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_
 
     latency = measure(cfg, cfg.flows[0])  # east -> west ran; west -> east did not (no heartbeat there yet)
     assert latency.status != "missing" and latency.age_seconds >= 0 and latency.loops == 0, latency  # ok, or late on a slow machine
-    summary = run_failover(cfg, "east", "west", ".*", dry_run=True, force=True)
+    summary = run_failover(FailoverRun(cfg, "east", "west", ".*", dry_run=True, force=True))
     assert summary["dry_run"] is True, summary
 
 

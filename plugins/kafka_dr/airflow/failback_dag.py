@@ -51,49 +51,45 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
             p = context["params"]
             return {"recovered": p["recovered_cluster"], "survivor": p["surviving_cluster"], "mode": p["mode"]}
 
-        def _resolve():
+        def _run(context):
             from kafka_dr.airflow.secret_resolver import airflow_resolver
+            from kafka_dr.workflows.failback_flows import FailbackRun
 
-            return airflow_resolver()
+            p = context["params"]
+            return FailbackRun(cfg, **_args(context), topics=p["topics"], groups=p["consumer_groups"],
+                               dry_run=bool(p["dry_run"]), force=bool(p["force"]), resolve=airflow_resolver())
 
         @task(task_id="check_ready", retries=1, on_failure_callback=alerts)
         def check(**context) -> dict:
             from kafka_dr.workflows.failback import check_ready
 
-            p = context["params"]
-            return check_ready(cfg, **_args(context), force=bool(p["force"]), resolve=_resolve(), topics=p["topics"],
-                               groups=p["consumer_groups"])
+            return check_ready(_run(context))
 
         @task(task_id="copy_until_caught_up", retries=2, on_failure_callback=alerts)
         def copy(**context) -> dict:
-            from kafka_dr.workflows.failback import copy_until_caught_up
+            from kafka_dr.workflows.failback_copy import copy_until_caught_up
 
-            p = context["params"]
-            return copy_until_caught_up(cfg, **_args(context), dry_run=bool(p["dry_run"]), topics=p["topics"], resolve=_resolve())
+            return copy_until_caught_up(_run(context))
 
         @task(task_id="data_quality_gate", retries=1, on_failure_callback=alerts)
         def gate_task(**context) -> dict:
-            from kafka_dr.workflows.failback import gate
+            from kafka_dr.workflows.failback_gate import gate
 
-            p = context["params"]
-            if p["dry_run"]:
+            if context["params"]["dry_run"]:
                 return {"skipped": "dry run"}
-            return gate(cfg, **_args(context), topics=p["topics"], resolve=_resolve())
+            return gate(_run(context))
 
         @task(task_id="move_consumer_groups_back", retries=1, on_failure_callback=alerts)
         def groups(**context) -> list:
-            from kafka_dr.workflows.failback import move_groups_back
+            from kafka_dr.workflows.failback_handover import move_groups_back
 
-            p = context["params"]
-            return move_groups_back(cfg, **_args(context), groups=p["consumer_groups"], dry_run=bool(p["dry_run"]),
-                                    topics=p["topics"], resolve=_resolve())
+            return move_groups_back(_run(context))
 
         @task(task_id="restart_flows", retries=1, on_failure_callback=alerts)
         def restart(**context) -> dict:
             from kafka_dr.workflows.failback import restart_flows
 
-            p = context["params"]
-            return restart_flows(cfg, **_args(context), dry_run=bool(p["dry_run"]), topics=p["topics"], resolve=_resolve())
+            return restart_flows(_run(context))
 
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
         def summarize(checked: dict, copied: dict, gated: dict, moved: list, restarted: dict, **context) -> dict:

@@ -42,46 +42,45 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             p = context["params"]
             return p["failed_cluster"], p["surviving_cluster"], bool(p["dry_run"])
 
-        def _resolve():
+        def _run(context):
             from kafka_dr.airflow.secret_resolver import airflow_resolver
+            from kafka_dr.workflows.failover import FailoverRun
 
-            return airflow_resolver()
+            p = context["params"]
+            failed, survivor, dry = _args(context)
+            return FailoverRun(cfg, failed, survivor, groups=p["consumer_groups"], dry_run=dry, force=bool(p["force"]),
+                               resolve=airflow_resolver())
 
         @task(task_id="confirm_failed_cluster_down", retries=1)
         def confirm(**context) -> dict:
             from kafka_dr.workflows.failover import confirm_down
 
-            failed, survivor, _ = _args(context)
-            return confirm_down(cfg, failed, survivor, bool(context["params"]["force"]), _resolve(),
-                                groups=context["params"]["consumer_groups"])
+            return confirm_down(_run(context))
 
         @task(task_id="stop_flows_from_failed", retries=1)
         def stop(**context) -> dict:
             from kafka_dr.workflows.failover import stop_flows
 
-            return stop_flows(cfg, *_args(context), _resolve())
+            return stop_flows(_run(context))
 
         @task(task_id="move_consumer_groups", retries=1)
         def groups(**context) -> list:
             from kafka_dr.workflows.failover import move_consumer_groups
 
-            failed, survivor, dry = _args(context)
-            return move_consumer_groups(cfg, failed, survivor, context["params"]["consumer_groups"], dry, _resolve())
+            return move_consumer_groups(_run(context))
 
         @task(task_id="rpo_report", retries=1)
         def rpo(**context) -> dict:
             from kafka_dr.workflows.failover import rpo_report
 
-            failed, survivor, _ = _args(context)
-            return rpo_report(cfg, failed, survivor, _resolve())
+            return rpo_report(_run(context))
 
         @task(task_id="record_active_cluster", retries=1)
         def record(rpo_result: dict, **context) -> dict:
             from kafka_dr.workflows.failover import record_active
 
-            failed, survivor, dry = _args(context)
             missing = sum(f["missing_records_at_least"] for f in rpo_result["flows"].values())
-            return record_active(cfg, failed, survivor, dry, {"missing_records_at_least": missing}, _resolve())
+            return record_active(_run(context), {"missing_records_at_least": missing})
 
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
         def summarize(confirmed: dict, stopped: dict, moved: list, rpo_result: dict, recorded: dict, **context) -> dict:

@@ -50,20 +50,23 @@ def _print(summary: dict, format_summary, as_json: bool) -> None:
 
 def failover(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import failover_problems, require_valid
-    from kafka_dr.workflows.failover import format_summary, run_failover
+    from kafka_dr.workflows.failover import FailoverRun, format_summary, run_failover
 
     cfg = _config(a.config)
     require_valid(failover_problems(cfg, a.failed, a.survivor, a.groups))
-    _print(run_failover(cfg, a.failed, a.survivor, a.groups, a.dry_run, a.force), format_summary, a.json)
+    run = FailoverRun(cfg, a.failed, a.survivor, groups=a.groups, dry_run=a.dry_run, force=a.force)
+    _print(run_failover(run), format_summary, a.json)
     return 0
 
 
 def failback(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import failback_problems, require_valid
     from kafka_dr.workflows.failback import format_summary, run_failback
+    from kafka_dr.workflows.failback_flows import FailbackRun
 
     cfg = _config(a.config)
     require_valid(failback_problems(cfg, a.recovered, a.survivor, a.groups, a.topics, a.since_ms, a.until_ms))
-    _print(run_failback(cfg, a.recovered, a.survivor, a.mode, a.groups, a.topics, a.dry_run, a.force, a.since_ms, a.until_ms),
-           format_summary, a.json)
+    run = FailbackRun(cfg, a.recovered, a.survivor, a.mode, topics=a.topics, groups=a.groups, dry_run=a.dry_run,
+                      force=a.force, since_ms=a.since_ms, until_ms=a.until_ms)
+    _print(run_failback(run), format_summary, a.json)
     return 0

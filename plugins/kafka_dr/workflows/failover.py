@@ -1,8 +1,8 @@
 """Failover from a failed cluster to a survivor, step by step; each step idempotent.
 
 The ``dr_failover`` DAG runs these steps as tasks and ``kafka-dr failover`` runs them in a
-row (the same code). With ``dry_run`` every step computes and reports what it would do and
-writes nothing.
+row (the same code), each taking the run's inputs (:class:`FailoverRun`). With ``dry_run``
+every step computes and reports what it would do and writes nothing.
 
 1. :func:`confirm_down`: the failed cluster must not answer (unless ``force``).
 2. :func:`stop_flows`: the flows reading from it are stopped (the failed cluster is recorded
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass, replace
 
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.failover import cluster_pair_problem, last_known_ends, rpo_entry, rpo_seconds
@@ -31,58 +32,76 @@ class FailoverRefused(RuntimeError):
     """A precondition of the failover does not hold; nothing was changed."""
 
 
-def check_clusters(cfg: DrConfig, failed: str, survivor: str) -> None:
-    problem = cluster_pair_problem(list(cfg.clusters), ("failed", failed), ("surviving", survivor))
+@dataclass(frozen=True)
+class FailoverRun:
+    """What one failover was asked to do; every step takes it.
+
+    :param failed: the cluster that is down.
+    :param survivor: where consumers resume; it becomes the active cluster.
+    :param groups: a regex selecting the consumer groups that move.
+    :param force: fail over even though ``failed`` still answers.
+    """
+
+    cfg: DrConfig
+    failed: str
+    survivor: str
+    groups: str = ".*"
+    dry_run: bool = True
+    force: bool = False
+    resolve: SecretResolver | None = None
+
+
+def check_clusters(run: FailoverRun) -> None:
+    problem = cluster_pair_problem(list(run.cfg.clusters), ("failed", run.failed), ("surviving", run.survivor))
     if problem:
         raise FailoverRefused(problem)
 
 
-def confirm_down(cfg: DrConfig, failed: str, survivor: str, force: bool, resolve: SecretResolver | None = None,
-                 groups: str | None = None) -> dict:
+def confirm_down(run: FailoverRun) -> dict:
     """The first step: every input is checked here, before any step changes anything."""
     from kafka_dr.core.inputs import regex_problem, require_valid
 
-    check_clusters(cfg, failed, survivor)
-    require_valid([p for p in (regex_problem("--groups", groups),) if p])
+    cfg, failed, survivor, force, resolve = run.cfg, run.failed, run.survivor, run.force, run.resolve
+    check_clusters(run)
+    require_valid([p for p in (regex_problem("--groups", run.groups),) if p])
     if not reachable(cfg, survivor, resolve):
-        raise FailoverRefused(f"the surviving cluster {survivor!r} ({cfg.cluster(survivor).bootstrap_servers}) does not answer either")
+        raise FailoverRefused(
+            f"the surviving cluster {survivor!r} ({cfg.cluster(survivor).bootstrap_servers}) does not answer either"
+        )
     up = reachable(cfg, failed, resolve)
     if up and not force:
         raise FailoverRefused(
-            f"cluster {failed!r} ({cfg.cluster(failed).bootstrap_servers}) still answers; failing over from a live cluster "
-            f"splits writes between two actives. Stop its producers first, or trigger again with force"
+            f"cluster {failed!r} ({cfg.cluster(failed).bootstrap_servers}) still answers; failing over from a live "
+            f"cluster splits writes between two actives. Stop its producers first, or trigger again with force"
         )
     return {"failed": failed, "failed_answers": up, "forced": bool(up and force)}
 
 
-def stop_flows(cfg: DrConfig, failed: str, survivor: str, dry_run: bool, resolve: SecretResolver | None = None) -> dict:
+def stop_flows(run: FailoverRun) -> dict:
+    cfg, failed, dry_run, resolve = run.cfg, run.failed, run.dry_run, run.resolve
     flows = [f.name for f in cfg.flows if f.source == failed]
     state = read_state(cfg, resolve, skip=(failed,))
     if failed in state.failed_clusters:
         return {"stopped_flows": flows, "state": "already recorded", "version": state.version}
     if dry_run:
         return {"stopped_flows": flows, "state": "would record", "version": state.version}
-    from dataclasses import replace
-
     new = replace(state, version=state.version + 1, failed_clusters=tuple(sorted({*state.failed_clusters, failed})))
     return {"stopped_flows": flows, "state": write_state(cfg, new, resolve, skip=(failed,)), "version": new.version}
 
 
-def move_consumer_groups(cfg: DrConfig, failed: str, survivor: str, groups: str, dry_run: bool,
-                         resolve: SecretResolver | None = None) -> list[dict]:
+def move_consumer_groups(run: FailoverRun) -> list[dict]:
     """Translate and commit every matching group's offsets of the flows ``failed -> survivor``."""
     from kafka_dr.workflows.group_failover import move_groups
 
-    pattern = re.compile(groups or ".*")
+    pattern = re.compile(run.groups or ".*")
     out: list[dict] = []
-    for flow in cfg.flows:
-        if flow.source == failed and flow.target == survivor:
-            out += move_groups(cfg, flow, pattern, dry_run, resolve)
+    for flow in run.cfg.flows:
+        if flow.source == run.failed and flow.target == run.survivor:
+            out += move_groups(run.cfg, flow, pattern, run.dry_run, run.resolve)
     return out
 
 
-def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolver | None = None, now_ms: int | None = None,
-               failed_answers: bool | None = None) -> dict:
+def rpo_report(run: FailoverRun, now_ms: int | None = None, failed_answers: bool | None = None) -> dict:
     """Per partition of each flow ``failed -> survivor`` (its current topic selection, no
     heartbeats): the records the flow copies that the survivor lacks. Counted on the failed
     cluster when it answers (``exact``); otherwise a lower bound from the offset sync's last
@@ -91,12 +110,13 @@ def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolve
 
     from kafka_dr.core.failover import latest_tails, selected_partitions
     from kafka_dr.core.loop import router_for
+    from kafka_dr.kafka import clients
     from kafka_dr.kafka.copier import read_committed_progress
     from kafka_dr.kafka.heartbeats import measure
     from kafka_dr.kafka.reading import read_partitions
-    from kafka_dr.kafka import clients
     from kafka_dr.kafka.source_tails import count_now
 
+    cfg, failed, survivor, resolve = run.cfg, run.failed, run.survivor, run.resolve
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     target = cfg.cluster(survivor)
     rows: list[dict] = []
@@ -121,17 +141,36 @@ def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolve
         entries = None
         if live:
             try:
-                entries = [rpo_entry(flow.name, t, p, tail.copied_up_to, tail.end, counted=tail.records).to_dict()
-                           for (t, p), tail in sorted(count_now(cfg, flow, resolve).items())]
+                entries = [
+                    rpo_entry(flow.name, t, p, tail.copied_up_to, tail.end, counted=tail.records).to_dict()
+                    for (t, p), tail in sorted(count_now(cfg, flow, resolve).items())
+                ]
             except Exception as e:  # noqa: BLE001 - it answered a moment ago: fall back to what is recorded
-                logging.getLogger(__name__).warning("flow %s: counting on %s failed (%s); reporting what the survivor knows",
-                                                    flow.name, failed, e)
+                logging.getLogger(__name__).warning(
+                    "flow %s: counting on %s failed (%s); reporting what the survivor knows", flow.name, failed, e
+                )
         if entries is None:
             ends, tails = last_known_ends(rows, flow.name), latest_tails(synced, flow.name)
-            keys = selected_partitions(set(ends) | set(tails), lambda t: t != cfg.names.heartbeat_topic and router.target_topic(t) is not None)
-            progress = read_committed_progress(cfg, flow, [(router.target_topic(t), p) for t, p in keys], resolve) if keys else {}
-            entries = [rpo_entry(flow.name, t, p, progress.get((router.target_topic(t), p), {}).get("next_offset"), ends.get((t, p)),
-                                 tail=tails.get((t, p))).to_dict() for t, p in keys]
+            keys = selected_partitions(
+                set(ends) | set(tails),
+                lambda t: t != cfg.names.heartbeat_topic and router.target_topic(t) is not None,  # noqa: B023 - called here
+            )
+            progress = (
+                read_committed_progress(cfg, flow, [(router.target_topic(t), p) for t, p in keys], resolve)
+                if keys
+                else {}
+            )
+            entries = [
+                rpo_entry(
+                    flow.name,
+                    t,
+                    p,
+                    progress.get((router.target_topic(t), p), {}).get("next_offset"),
+                    ends.get((t, p)),
+                    tail=tails.get((t, p)),
+                ).to_dict()
+                for t, p in keys
+            ]
         hb = measure(cfg, flow, resolve, now_ms=now)
         report["flows"][flow.name] = {
             "partitions": entries,
@@ -143,51 +182,72 @@ def rpo_report(cfg: DrConfig, failed: str, survivor: str, resolve: SecretResolve
     return report
 
 
-def record_active(cfg: DrConfig, failed: str, survivor: str, dry_run: bool, summary: dict, resolve: SecretResolver | None = None) -> dict:
+def record_active(run: FailoverRun, summary: dict) -> dict:
+    cfg, failed, survivor, resolve = run.cfg, run.failed, run.survivor, run.resolve
     state = read_state(cfg, resolve, skip=(failed,))
     if state.active_cluster == survivor and state.schema_primary == survivor and failed in state.failed_clusters:
         return {"active_cluster": survivor, "state": "already recorded", "version": state.version}
-    event = {"kind": "failover", "failed": failed, "survivor": survivor, "at_ms": int(time.time() * 1000),
-             "missing_records_at_least": summary.get("missing_records_at_least")}
+    event = {
+        "kind": "failover",
+        "failed": failed,
+        "survivor": survivor,
+        "at_ms": int(time.time() * 1000),
+        "missing_records_at_least": summary.get("missing_records_at_least"),
+    }
     new = state.after_failover(failed, survivor, event)
-    if dry_run:
+    if run.dry_run:
         return {"active_cluster": survivor, "state": "would record", "version": new.version}
     return {"active_cluster": survivor, "state": write_state(cfg, new, resolve, skip=(failed,)), "version": new.version}
 
 
-def run_failover(cfg: DrConfig, failed: str, survivor: str, groups: str = ".*", dry_run: bool = True, force: bool = False,
-                 resolve: SecretResolver | None = None) -> dict:
+def run_failover(run: FailoverRun) -> dict:
     """Every step in order; the CLI twin of the DAG. Returns the summary."""
-    summary: dict = {"failed": failed, "survivor": survivor, "dry_run": dry_run}
-    summary["confirm_down"] = confirm_down(cfg, failed, survivor, force, resolve, groups)
-    summary["stop_flows"] = stop_flows(cfg, failed, survivor, dry_run, resolve)
-    summary["consumer_groups"] = move_consumer_groups(cfg, failed, survivor, groups, dry_run, resolve)
-    rpo = rpo_report(cfg, failed, survivor, resolve, failed_answers=summary["confirm_down"].get("failed_answers"))
+    summary: dict = {"failed": run.failed, "survivor": run.survivor, "dry_run": run.dry_run}
+    summary["confirm_down"] = confirm_down(run)
+    summary["stop_flows"] = stop_flows(run)
+    summary["consumer_groups"] = move_consumer_groups(run)
+    rpo = rpo_report(run, failed_answers=summary["confirm_down"].get("failed_answers"))
     summary["rpo"] = rpo
     summary["missing_records_at_least"] = sum(f["missing_records_at_least"] for f in rpo["flows"].values())
-    summary["record_active"] = record_active(cfg, failed, survivor, dry_run, summary, resolve)
+    summary["record_active"] = record_active(run, summary)
     return summary
 
 
 def format_summary(summary: dict) -> str:
-    lines = [f"failover {summary['failed']} -> {summary['survivor']}{' (DRY RUN: nothing changed)' if summary.get('dry_run') else ''}"]
+    dry = " (DRY RUN: nothing changed)" if summary.get("dry_run") else ""
+    lines = [f"failover {summary['failed']} -> {summary['survivor']}{dry}"]
     for g in summary.get("consumer_groups", []):
-        lines.append(f"  group {g.get('group')} {g.get('topic')}[{g.get('partition')}]: {g.get('action')} "
-                     f"-> offset {g.get('target_offset')} ({g.get('status')}{': ' + g['reason'] if g.get('reason') else ''})")
+        lines.append(
+            f"  group {g.get('group')} {g.get('topic')}[{g.get('partition')}]: {g.get('action')} "
+            f"-> offset {g.get('target_offset')} ({g.get('status')}{': ' + g['reason'] if g.get('reason') else ''})"
+        )
         again = g.get("reread") or {}
         if any(n != 0 for n in again.values()):
-            lines.append("    re-reads from there: " + ", ".join(
-                f"{'an unknown number of' if n is None else n} record(s) of {origin}" for origin, n in sorted(again.items())))
+            lines.append(
+                "    re-reads from there: "
+                + ", ".join(
+                    f"{'an unknown number of' if n is None else n} record(s) of {origin}"
+                    for origin, n in sorted(again.items())
+                )
+            )
     for name, f in summary.get("rpo", {}).get("flows", {}).items():
         secs = f.get("rpo_seconds_at_most")
         window = f"RPO window at most {'unknown' if secs is None else f'{secs:.0f}s'}"
         if f.get("status") == "exact":
-            lines.append(f"  {name}: {f['missing_records_at_least']} record(s) not replicated (counted on {summary['failed']}); {window}")
+            counted = f"(counted on {summary['failed']})"
+            lines.append(f"  {name}: {f['missing_records_at_least']} record(s) not replicated {counted}; {window}")
             continue
         unknown = f.get("unaccounted_offsets") or 0
-        lines.append(f"  {name}: at least {f['missing_records_at_least']} record(s) not replicated"
-                     + (f", and {unknown} source offset(s) after the last count whose content is not known (records, "
-                        f"transaction markers or filtered copies)" if unknown else "") + f"; {window}")
+        lines.append(
+            f"  {name}: at least {f['missing_records_at_least']} record(s) not replicated"
+            + (
+                f", and {unknown} source offset(s) after the last count whose content is not known (records, "
+                f"transaction markers or filtered copies)"
+                if unknown
+                else ""
+            )
+            + f"; {window}"
+        )
     active = summary.get("record_active", {}).get("active_cluster")
     lines.append(f"  active cluster would be: {active}" if summary.get("dry_run") else f"  active cluster: {active}")
     return "\n".join(lines)

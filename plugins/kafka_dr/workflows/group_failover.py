@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 
-
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
@@ -56,7 +55,9 @@ def synced_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | Non
     return sorted(groups)
 
 
-def move_groups(cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: bool, resolve: SecretResolver | None = None) -> list[dict]:
+def move_groups(
+    cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: bool, resolve: SecretResolver | None = None
+) -> list[dict]:
     tgt = cfg.cluster(flow.target)
     admin = clients.admin(tgt, resolve)
     report: list[dict] = []
@@ -67,14 +68,20 @@ def move_groups(cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: b
             continue
         router = router_for(cfg, flow)
         # positions on topics the flow no longer replicates (config changed since) are left alone
-        synced = {k: v for k, v in last_synced_positions(cfg, flow, group, resolve).items() if router.target_topic(k[0])}
+        synced = {
+            k: v for k, v in last_synced_positions(cfg, flow, group, resolve).items() if router.target_topic(k[0])
+        }
         if not synced:
             continue
         # the offset in records: trailing markers and filtered records below it taken off
-        source_offsets = {k: v.effective_offset if v.effective_offset is not None else v.source_offset for k, v in synced.items()}
+        source_offsets = {
+            k: v.effective_offset if v.effective_offset is not None else v.source_offset for k, v in synced.items()
+        }
         translations = translate_group(cfg, flow, group, resolve, source_offsets=source_offsets, synced=synced)
         state = group_state(admin, group, flow.target)
         rows = commit_translations(tgt, group, translations, state, resolve, dry_run=dry_run)
         for t, ok, why in rows:
-            report.append({"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state})
+            report.append(
+                {"flow": flow.name, **t.to_dict(), "committed": ok, "action": why, "target_group_state": state}
+            )
     return report

@@ -1,0 +1,116 @@
+"""Step 3 of a failback, the gate: the two clusters must hold the same records per
+topic-partition (count and an order-independent checksum), and the data-quality comparison
+(Spark + GX) of the flows between them must pass. A failed gate stops the failback and names
+each difference."""
+
+from __future__ import annotations
+
+import zlib
+
+from kafka_dr.core.dq import DataQualityFailed, record_digest
+from kafka_dr.core.failback import RESYNC
+from kafka_dr.core.provenance import ORIGIN
+from kafka_dr.dq import run_data_quality
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.reading import read_partitions
+from kafka_dr.workflows.failback_flows import FailbackRun
+
+LATENCY_NOT_CHECKED_MS = 10 * 365 * 86400 * 1000.0  #: the gate's latency bound: ten years
+
+
+class GateFailed(RuntimeError):
+    def __init__(self, message: str, problems: list[str]) -> None:
+        super().__init__(message)
+        self.problems = problems
+
+
+def _identity(rec, here: str) -> tuple[int, bytes]:
+    """What must be equal on both clusters for one logical record: the data-quality digest
+    (key, value, own headers, timestamp) and the origin (local records are ``here``'s)."""
+    origin = next((v for k, v in rec.headers or () if k == ORIGIN), None)
+    return record_digest(
+        rec.key, rec.value, rec.headers, rec.timestamp_ms
+    ), origin if origin is not None else here.encode()
+
+
+def _partition_digests(run: FailbackRun, cluster: str, topic: str, partition: int, keep: bool):
+    """(count, order-independent checksum, per-digest offsets if ``keep``) of one partition."""
+    c = clients.consumer(run.cfg.cluster(cluster), run.cfg.names.reader_group("failback-gate"), run.resolve)
+    try:
+        records = read_partitions(c, topic, [partition], timeout=120)
+    finally:
+        c.close()
+    total, checksum, where = 0, 0, {}
+    for r in records:
+        d = _identity(r, cluster)
+        total += 1
+        checksum = (checksum + d[0] + zlib.crc32(d[1])) % (1 << 64)
+        if keep:
+            where.setdefault(d, []).append(r.offset)
+    return total, checksum, where
+
+
+def gate(run: FailbackRun) -> dict:
+    """Every selected topic-partition must hold the same records on both clusters. Raises
+    :class:`GateFailed` naming each difference (which side, which offsets)."""
+    cfg, recovered, survivor = run.cfg, run.recovered, run.survivor
+    flow = run.copied_flow()
+    a = clients.admin(cfg.cluster(survivor), run.resolve)
+    md = a.list_topics(timeout=15).topics
+    partitions = [
+        (t, p)
+        for t, m in sorted(md.items())
+        if m.error is None
+        and flow.topics.selects(t)
+        and not cfg.names.is_internal(t)
+        and t != cfg.cluster(survivor).schema_registry.topic
+        for p in sorted(m.partitions)
+    ]
+    problems: list[str] = []
+    checked = 0
+    for t, p in partitions:
+        s_count, s_sum, _ = _partition_digests(run, survivor, t, p, keep=False)
+        r_count, r_sum, _ = _partition_digests(run, recovered, t, p, keep=False)
+        checked += s_count
+        if (s_count, s_sum) == (r_count, r_sum):
+            continue
+        _, _, s_where = _partition_digests(run, survivor, t, p, keep=True)
+        _, _, r_where = _partition_digests(run, recovered, t, p, keep=True)
+        for d in set(s_where) | set(r_where):
+            so, ro = s_where.get(d, []), r_where.get(d, [])
+            if len(so) > len(ro):
+                problems.append(f"{t}[{p}]: {survivor}@{so[len(ro) :][:5]} missing on {recovered}")
+            elif len(ro) > len(so):
+                problems.append(f"{t}[{p}]: {recovered}@{ro[len(so) :][:5]} not on {survivor} (extra or duplicated)")
+    if problems:
+        raise GateFailed(
+            f"failback gate: {recovered} and {survivor} differ in {len(problems)} place(s): "
+            + "; ".join(problems[:20]),
+            problems,
+        )
+    out = {"partitions": len(partitions), "records_checked": checked, "differences": 0}
+    narrowed = run.topics and run.topics != ".*"
+    out["data_quality"] = data_quality_gate(run, sorted({t for t, _ in partitions}) if narrowed else None)
+    return out
+
+
+def data_quality_gate(run: FailbackRun, topics: list[str] | None) -> dict:
+    """The data-quality comparison (Spark + GX) of the configured flows between the two, at
+    their watermarks, over ``topics`` (``None``: all of theirs). After a reseed only
+    survivor -> recovered is compared: the recovered cluster's own records sit at new offsets,
+    which the survivor's provenance cannot name."""
+    cfg, recovered, survivor = run.cfg, run.recovered, run.survivor
+    flows = [
+        f.name
+        for f in cfg.flows
+        if f.enabled and {f.source, f.target} == {recovered, survivor} and (run.mode == RESYNC or f.source == survivor)
+    ]
+    if not flows:
+        return {"skipped": f"no configured flow {survivor} -> {recovered} to compare"}
+    # correctness only: what the outage delayed has a large replication latency by nature
+    result = run_data_quality(
+        cfg, flows=flows, topics=topics, resolve=run.resolve, latency_max_ms=LATENCY_NOT_CHECKED_MS
+    )
+    if not result.success:
+        raise DataQualityFailed(result)
+    return {"run_id": result.run_id, "checked_partitions": result.checked_partitions, "docs_path": result.docs_path}
