@@ -66,7 +66,7 @@ class ClusterConfig:
 
     name: str
     bootstrap_servers: str
-    #: not in the repr: literal secrets are allowed here (``describe`` gives a log-safe view)
+    #: not in the repr: literal secrets are allowed here (``secret_refs.mask_config`` gives a log-safe view)
     client: Mapping[str, str | SecretRef] = field(default_factory=lambda: MappingProxyType({}), repr=False)
     connection: str | None = None
     cluster_id: str | None = None  #: expected Kafka cluster id, checked when set

@@ -14,9 +14,6 @@ The tree is written in the config as nested lists of cluster names, e.g.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
-
-TreeSpec = Union[str, list["TreeSpec"]]
 
 
 @dataclass(frozen=True)

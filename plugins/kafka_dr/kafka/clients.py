@@ -1,7 +1,8 @@
 """Build confluent-kafka clients for a configured cluster.
 
 Secrets are resolved here, at the edge, and only into the dict handed to librdkafka; errors
-name the cluster and the reference, never a value. ``describe`` gives a log-safe view.
+name the cluster and the reference, never a value
+(:func:`~kafka_dr.core.secret_refs.mask_config` gives a log-safe view).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.core.config import ClusterConfig
-from kafka_dr.core.secret_refs import SecretRef, env_resolver, mask_config
+from kafka_dr.core.secret_refs import SecretRef, env_resolver
 
 SecretResolver = Callable[[SecretRef], str]
 
@@ -84,11 +85,6 @@ def client_config(cluster: ClusterConfig, resolve: SecretResolver | None = None,
             conf[key] = value
     conf.update(overrides)
     return conf
-
-
-def describe(conf: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a client config that is safe to log."""
-    return mask_config(conf)
 
 
 def admin(cluster: ClusterConfig, resolve: SecretResolver | None = None, **overrides: Any) -> AdminClient:
