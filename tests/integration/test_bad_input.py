@@ -11,7 +11,10 @@ from kafka_dr.core.naming import InternalNames
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.core.progress import ProgressLost
-from kafka_dr.kafka.copier import RangeCopier, RangeSpec, RecordRejected
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_errors import RecordRejected
+from kafka_dr.kafka.copy_spec import RangeSpec
+from kafka_dr.kafka.copy_tuning import CopyTuning
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from kafka_dr.spark.job import JobOptions, run_flow
@@ -88,7 +91,8 @@ def test_broker_side_refusal_rolls_back_and_names_the_record(lab, lab_config, to
     east, west = cfg.cluster("east"), cfg.cluster("west")
     _big_source_topic(east, topic_name)
     ensure_topic(clients.admin(west), topic_name, partitions=1)
-    copier = RangeCopier(cfg, cfg.flows[0], producer_overrides={"message.max.bytes": 5_000_000, "compression.type": "none"})
+    overrides = {"message.max.bytes": 5_000_000, "compression.type": "none"}
+    copier = RangeCopier(cfg, cfg.flows[0], tuning=CopyTuning(producer_overrides=overrides))
     try:
         with pytest.raises(RecordRejected, match=rf"east/{topic_name}\[0\]@2 .*rolled back"):
             copier.copy(RangeSpec(topic_name, 0, 0, 4, topic_name))
@@ -171,7 +175,8 @@ def test_target_topic_deleted_mid_run_is_named_and_rolled_back(lab, lab_config, 
     ensure_topic(clients.admin(east), topic_name, partitions=1)
     produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(10)])
     ensure_topic(clients.admin(west), topic_name, partitions=1)
-    copier = RangeCopier(cfg, cfg.flows[0], producer_overrides={"topic.metadata.propagation.max.ms": 3000, "delivery.timeout.ms": 20000})
+    overrides = {"topic.metadata.propagation.max.ms": 3000, "delivery.timeout.ms": 20000}
+    copier = RangeCopier(cfg, cfg.flows[0], tuning=CopyTuning(producer_overrides=overrides))
     try:
         copier.copy(RangeSpec(topic_name, 0, 0, 5, topic_name))
         admin = clients.admin(west)  # referenced until its futures complete

@@ -17,7 +17,8 @@ from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import RangeCopier, RangeSpec
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_spec import RangeSpec
 from kafka_dr.kafka.offset_translation import translate_group
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all

@@ -111,7 +111,9 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
 
     from kafka_dr.core.progress import encode_metadata
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
+    from kafka_dr.kafka.copier import RangeCopier
+    from kafka_dr.kafka.copy_spec import OPEN, RangeSpec
+    from kafka_dr.kafka.progress_store import read_committed_progress
     from kafka_dr.kafka.task_copier import TaskCopier
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
@@ -175,8 +177,9 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     the copier clears it by itself and copies on, and so does the job's start
     (``initialOffset``). Every record ends up on the target once."""
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
-    from kafka_dr.kafka.orphaned_offsets import ProgressUnstable
+    from kafka_dr.kafka.copier import RangeCopier
+    from kafka_dr.kafka.copy_spec import RangeSpec
+    from kafka_dr.kafka.progress_store import ProgressUnstable, read_committed_progress
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
     from kafka_wire import orphaned_progress_commit, transaction_verification

@@ -16,7 +16,10 @@ import pytest
 
 from kafka_checks import read_topic
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, read_committed_progress
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_spec import OPEN, RangeSpec
+from kafka_dr.kafka.copy_tuning import CopyTuning
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.writing import produce_all
 from test_replication import east_to_west_one_partition
 
@@ -45,7 +48,7 @@ def test_open_range_commits_each_burst_once_it_has_caught_up(lab, tmp_path, topi
         committed.append(next_offset)
         started.set()
 
-    copier = RangeCopier(cfg, flow, chunk_seconds=60.0)
+    copier = RangeCopier(cfg, flow, tuning=CopyTuning(chunk_seconds=60.0))
     writer = threading.Thread(target=bursts, daemon=True)
     writer.start()
     try:

@@ -17,8 +17,8 @@ from confluent_kafka.admin import NewTopic
 
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import last_copied_offset
 from kafka_dr.kafka.planner import FlowPlanner
+from kafka_dr.kafka.progress_store import last_copied_offset
 from kafka_dr.kafka.topic_admin import create_topics, wait_until_served
 from kafka_dr.kafka.topics import ensure_topic
 from test_replication import flow_config

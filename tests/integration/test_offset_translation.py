@@ -20,8 +20,8 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.core.offsets import APPROXIMATE, EXACT, UNTRANSLATABLE
 from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import committed_with_retry
 from kafka_dr.kafka.offset_translation import last_synced_offsets, translate_group, translate_offset
+from kafka_dr.kafka.progress_store import committed_with_retry
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from kafka_dr.spark.job import JobOptions, run_flow
@@ -45,7 +45,7 @@ def produce(cluster, topic: str, tag: str, n: int, partitions: int, compactable:
 
 def commit(cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:
     """Commit like a consumer would; retried while a fresh cluster's group coordinator loads."""
-    from kafka_dr.kafka.copier import commit_with_retry
+    from kafka_dr.kafka.progress_store import commit_with_retry
 
     c = clients.consumer(cluster, group)
     try:

@@ -20,7 +20,10 @@ from kafka_checks import check_replica, read_sent, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.record_batch import own_batch_bytes
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import OPEN, RangeCopier, RangeSpec, RecordRejected, read_committed_progress
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_errors import RecordRejected
+from kafka_dr.kafka.copy_spec import OPEN, RangeSpec
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.task_copier import TaskCopier
 from kafka_dr.kafka.topic_admin import describe_topic_configs
 from kafka_dr.kafka.topics import ensure_topic
@@ -130,7 +133,7 @@ def test_a_streaming_task_copies_records_that_each_fit_the_limit(lab, tmp_path, 
     finally:
         copier.close()
     assert (results[0].written, results[0].dead_lettered) == (12, 0)
-    assert copier.helper._producers == {}  # no transaction was refused and handed to the per-partition copier
+    assert copier.helper.producers.held == {}  # no transaction was refused and handed to the per-partition copier
     check_replica("west", read_topic(west, topic_name), read_sent(east, topic_name), source_topic=topic_name)
 
 

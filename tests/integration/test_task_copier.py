@@ -21,10 +21,13 @@ from confluent_kafka import KafkaException, TopicPartition
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import (OPEN, ProducerLost, RangeCopier, RangeSpec, RecordRejected, Reports, producer_lost, read_committed_progress,
-                                   transactional_producer)
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_errors import ProducerLost, RecordRejected, producer_lost
+from kafka_dr.kafka.copy_spec import OPEN, RangeSpec
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.task_copier import TaskCopier
 from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.transactions import Reports, transactional_producer
 from kafka_dr.kafka.writing import produce_all
 from test_bad_input import _big_source_topic
 from test_replication import flow_config
@@ -197,10 +200,10 @@ def test_a_fenced_producer_holding_a_record_counts_as_lost_and_its_copier_closes
     assert producer_lost(raised.value), repr(raised.value)
     task, ranges = TaskCopier(cfg, flow), RangeCopier(cfg, flow)
     task._producer = fenced_holding_a_record(f"{topic_name}.task")
-    ranges._producers[(topic_name, 0)] = fenced_holding_a_record(f"{topic_name}.range")
+    ranges.producers.held[(topic_name, 0)] = fenced_holding_a_record(f"{topic_name}.range")
     task.close()
     ranges.close()
-    assert task._producer is None and not ranges._producers
+    assert task._producer is None and not ranges.producers.held
 
 
 def test_a_refused_record_is_set_aside_by_the_per_partition_copier(lab, tmp_path, topic_name):

@@ -3,7 +3,7 @@ than "the target refused the record" (a refusal stops the flow; a lost producer 
 
 from confluent_kafka import KafkaError, KafkaException
 
-from kafka_dr.kafka.copier import ProducerLost, producer_lost
+from kafka_dr.kafka.copy_errors import ProducerLost, producer_lost
 
 
 def test_fenced_purged_and_fatal_errors_mean_a_lost_producer():

@@ -1,11 +1,11 @@
-"""Streaming copies ask the broker to hold a fetch until enough is there (kafka_dr.kafka.copier.streaming_fetch);
+"""Streaming copies ask the broker to hold a fetch until enough is there (kafka_dr.kafka.copy_tuning.streaming_fetch);
 fixed ranges must not (a small range's last fetch would wait out the timeout): their broker
 answers as soon as anything is there, and holds a fetch for nothing only briefly, so the next
 range does not wait behind it. Every copy fetches again soon after its queue was full."""
 
 import textwrap
 
-from kafka_dr.kafka.copier import FETCH_QUEUE_BACKOFF_MS, RANGE_FETCH_WAIT_MS, read_wait, streaming_fetch
+from kafka_dr.kafka.copy_tuning import FETCH_QUEUE_BACKOFF_MS, RANGE_FETCH_WAIT_MS, read_wait, streaming_fetch
 from kafka_dr.spark import source
 from kafka_dr.spark.source import ReplicationStreamReader
 

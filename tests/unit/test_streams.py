@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from kafka_dr.kafka.copier import ProducerLost, RangeResult
+from kafka_dr.kafka.copy_errors import ProducerLost
+from kafka_dr.kafka.copy_spec import RangeResult
 from kafka_dr.spark import streams
 
 
@@ -225,17 +226,17 @@ def test_a_stuck_whole_task_names_all_its_partitions(monkeypatch):
 
 def test_a_transactional_call_past_its_own_timeout_fails_the_task_long_before_the_general_limit(monkeypatch):
     """librdkafka #5511: send_offsets_to_transaction can hang past its timeout after a target
-    restart. The copier marks the call (copier.watched_call); the task gives up once the call is
+    restart. The copier marks the call (transactions.watched_call); the task gives up once the call is
     CALL_GRACE_SECONDS past its timeout, not after STUCK_SECONDS (240 s) of no progress."""
-    from kafka_dr.kafka import copier as copier_module
+    from kafka_dr.kafka import transactions
 
-    monkeypatch.setattr(copier_module, "CALL_GRACE_SECONDS", 0.05)
+    monkeypatch.setattr(transactions, "CALL_GRACE_SECONDS", 0.05)
     forgotten = []
 
     class Hung(FakeTaskCopier):
         def copy(self, specs, until, on_commit, may_redo):
             until()
-            with copier_module.watched_call(self, 0.05):  # a call with a 50 ms timeout that does not return
+            with transactions.watched_call(self, 0.05):  # a call with a 50 ms timeout that does not return
                 time.sleep(0.6)
             return []
 
@@ -247,7 +248,7 @@ def test_a_transactional_call_past_its_own_timeout_fails_the_task_long_before_th
 
 
 def test_a_watched_call_that_returns_clears_its_mark():
-    from kafka_dr.kafka.copier import watched_call
+    from kafka_dr.kafka.transactions import watched_call
 
     class Holder:
         hung_after = None
@@ -312,7 +313,7 @@ def test_only_a_single_task_copies_its_partitions_in_one_transaction(options, wh
 
 
 def test_a_row_counts_records_lost_before_the_first_copy_once_with_their_offsets():
-    from kafka_dr.kafka.copier import RangeSpec
+    from kafka_dr.kafka.copy_spec import RangeSpec
 
     spec = RangeSpec("t", 0, 4, streams.OPEN, "t")
     tally, lock = streams._Tally(spec, lambda s, pos: 0), threading.Lock()

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from kafka_dr.core.config_load import parse_config_text
-from kafka_dr.kafka import copier, orphaned_offsets
+from kafka_dr.kafka import copier, orphaned_offsets, transactions
 from kafka_dr.kafka.clients import connect_to_a_known_broker, one_shot_transactional_config
 
 CONFIG = textwrap.dedent("""\
@@ -61,9 +61,9 @@ def test_the_settings_name_the_id_keep_the_clusters_own_and_connect_to_every_bro
 
 
 def test_every_fencing_producer_uses_them_and_a_copiers_own_producer_does_not(monkeypatch):
-    cfg, flow = _setup(monkeypatch, copier)
-    copier.transactional_producer(cfg, flow, None, "dr.east_to_west.orders.0", copier.Reports())
-    copier.fence(cfg, flow, None, ["dr.east_to_west.task", "dr.east_to_west.orders.1"])
+    cfg, flow = _setup(monkeypatch, transactions)
+    transactions.transactional_producer(cfg, flow, None, "dr.east_to_west.orders.0", transactions.Reports())
+    transactions.fence(cfg, flow, None, ["dr.east_to_west.task", "dr.east_to_west.orders.1"])
     own, *fencing = _Recorded.made
     assert [p.conf["transactional.id"] for p in _Recorded.made] == [
         "dr.east_to_west.orders.0", "dr.east_to_west.task", "dr.east_to_west.orders.1"]
@@ -140,15 +140,15 @@ class _FencedHandle(_Recorded):
 @pytest.mark.parametrize("handle", [_Recorded, _FencedHandle])
 def test_closing_a_copier_purges_what_its_producers_hold_and_flushes_nothing(monkeypatch, handle):
     """What a copier's producer still holds at close belongs to a transaction that is open,
-    aborted or fenced: close lets it go unsent (kafka_dr.kafka.copier.discard). A flush
+    aborted or fenced: close lets it go unsent (kafka_dr.kafka.transactions.discard). A flush
     of a fenced producer raises its fatal error (in CI once as SystemError) from close."""
     from kafka_dr.kafka.task_copier import TaskCopier
 
-    cfg, flow = _setup(monkeypatch, copier)
+    cfg, flow = _setup(monkeypatch, transactions)
     ranges, task = copier.RangeCopier(cfg, flow), TaskCopier(cfg, flow)
-    ranges._producers[("orders", 0)] = held = handle({})
+    ranges.producers.held[("orders", 0)] = held = handle({})
     task._producer = task_held = handle({})
     ranges.close()
     task.close()
     assert held.calls == ["purge"] and task_held.calls == ["purge"]
-    assert not ranges._producers and task._producer is None
+    assert not ranges.producers.held and task._producer is None

@@ -34,7 +34,7 @@ class Mm2Settings:
     """What the generated ``mm2.properties`` says besides clusters and topics."""
 
     tasks: int = 8
-    #: producer batching comparable to ours (copier.py: linger 10 ms, 1 MB batches, lz4, acks=all, idempotent)
+    #: producer batching comparable to ours (transactions.py: linger 10 ms, 1 MB batches, lz4, acks=all, idempotent)
     producer: dict[str, str] = field(default_factory=lambda: {
         "linger.ms": "10", "batch.size": "1000000", "compression.type": "lz4", "acks": "all", "enable.idempotence": "true",
         "buffer.memory": "134217728"})

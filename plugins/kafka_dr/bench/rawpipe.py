@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 PRODUCER = {"enable.idempotence": True, "acks": "all", "linger.ms": 10, "batch.size": 1_000_000, "compression.type": "lz4",
             "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 512 * 1024}
 #: the copiers' fetch settings, ``fetch.queue.backoff.ms`` included (20 ms instead of librdkafka's
-#: 1,000: kafka_dr.kafka.copier.FETCH_QUEUE_BACKOFF_MS); with the default, the raw pipe copied
+#: 1,000: kafka_dr.kafka.copy_tuning.FETCH_QUEUE_BACKOFF_MS); with the default, the raw pipe copied
 #: 197,000-203,000 records/s of 100 B here, with 20 ms 255,000-266,000 (two runs each)
 CONSUMER = {"group.id": "kafka-dr-bench-rawpipe", "enable.auto.commit": False, "isolation.level": "read_committed",
             "enable.partition.eof": True, "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,

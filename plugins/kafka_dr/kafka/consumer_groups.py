@@ -14,7 +14,7 @@ from kafka_dr.core import offsets as core
 from kafka_dr.core.offsets import Translation
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.copier import committed_with_retry
+from kafka_dr.kafka.progress_store import committed_with_retry
 
 TIMEOUT = 30.0
 

@@ -26,7 +26,7 @@ from kafka_dr.core.dq import PartitionWindow, config_differences, window_bounds
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_sync import plan_flow
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config, producer
-from kafka_dr.kafka.copier import read_committed_progress
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.topic_admin import REQUEST_TIMEOUT, RESULT_TIMEOUT, topic_partitions
 from kafka_dr.kafka.topics import ensure_topic, partition_count
 

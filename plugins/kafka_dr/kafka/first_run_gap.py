@@ -23,7 +23,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.progress import first_run_gap
 
 if TYPE_CHECKING:
-    from kafka_dr.kafka.copier import RangeResult, RangeSpec
+    from kafka_dr.kafka.copy_spec import RangeResult, RangeSpec
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy
 from kafka_dr.core.offsets import APPROXIMATE, EXACT, SyncedPosition, Translation
 from kafka_dr.core.provenance import Provenance, origin_cluster
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import read_committed_progress
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.range_reads import FAST_EOF, first_copy_from, read_ranges
 from kafka_dr.kafka.topics import partition_ranges
 

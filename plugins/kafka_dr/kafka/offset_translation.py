@@ -30,7 +30,7 @@ from kafka_dr.core.offsets import Hit, Translation
 from kafka_dr.core.provenance import Provenance, origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.copier import committed_with_retry, read_committed_progress
+from kafka_dr.kafka.progress_store import committed_with_retry, read_committed_progress
 from kafka_dr.kafka.group_position import GroupPlacer
 from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
 from kafka_dr.kafka.topics import partition_ranges

@@ -36,10 +36,13 @@ import logging
 import time
 from typing import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.progress import encode_metadata
 from kafka_dr.kafka.clients import SecretResolver, client_config, one_shot_transactional_config
+from kafka_dr.kafka.progress_store import ProgressUnstable, committed_with_retry, last_copied_offset, unstable
+from kafka_dr.kafka.watermarks import watermarks
 
 log = logging.getLogger(__name__)
 
@@ -47,16 +50,6 @@ log = logging.getLogger(__name__)
 #: transactions commit or abort in milliseconds, and a copier reads progress only after its
 #: ``init_transactions`` aborted anything of its own still open
 UNSTABLE_SECONDS = 15.0
-
-
-class ProgressUnstable(RuntimeError):
-    """A ``read_committed`` progress read kept timing out (a pending transactional commit)."""
-
-
-def unstable(e: KafkaException) -> bool:
-    """Did a ``committed()`` read time out (how librdkafka reports UNSTABLE_OFFSET_COMMIT
-    answers that never settle)?"""
-    return e.args[0].code() == KafkaError._TIMED_OUT
 
 
 def abort_offsets_transaction(producer: Producer, group_meta, tps: list[TopicPartition]) -> None:
@@ -81,8 +74,6 @@ def read_progress(cfg: DrConfig, flow: FlowConfig, consumer: Consumer, producer:
     pending commit: it is cleared once with an aborted transaction of ``producer()`` (called
     only then: the range copier makes its producers lazily), the progress read again, and
     progress behind the copies on the target repaired (:func:`repair_progress`)."""
-    from kafka_dr.kafka.copier import committed_with_retry
-
     tps = [TopicPartition(t, p) for _, t, p in pairs]
     named = ", ".join(f"{t}[{p}]" for _, t, p in pairs[:10]) + (" ..." if len(pairs) > 10 else "")
     cleared = False
@@ -125,9 +116,6 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
 
     A copy past the source's end offset means the source topic is not the one copied (it was
     recreated); the progress is then left as it is, for the copier to report."""
-    from kafka_dr.core.progress import encode_metadata
-    from kafka_dr.kafka.copier import last_copied_offset, watermarks
-
     source = Consumer(client_config(cfg.cluster(flow.source), resolve, **{"group.id": cfg.names.progress_group(flow.name),
                                                                           "enable.auto.commit": False}))
     moved: dict[Pair, int] = {}
@@ -167,8 +155,6 @@ def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[Pair], resol
     one short-lived producer per transactional id. Fences a running copier of these
     partitions (it redoes its chunk from committed progress), so it is for a job's start.
     Progress behind the copies on the target is then repaired (:func:`repair_progress`)."""
-    from kafka_dr.kafka.copier import committed_with_retry
-
     target = cfg.cluster(flow.target)
     meta = Consumer(client_config(target, resolve, **{"group.id": cfg.names.progress_group(flow.name),
                                                       "enable.auto.commit": False, "isolation.level": "read_committed"}))

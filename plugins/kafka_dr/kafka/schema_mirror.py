@@ -36,7 +36,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafka_dr.core.config import DrConfig, SchemaMirrorConfig
 from kafka_dr.core.schema_registry import diff_states, rebuild_state, rename_record
 from kafka_dr.kafka.clients import SecretResolver, client_config
-from kafka_dr.kafka.copier import committed_with_retry
+from kafka_dr.kafka.progress_store import committed_with_retry
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import ensure_topic, partition_count
 

@@ -18,7 +18,7 @@ from kafka_dr.core.failover import SourceTail, tail_key, tail_value
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.copier import read_committed_progress
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
 from kafka_dr.kafka.topics import partition_ranges
 

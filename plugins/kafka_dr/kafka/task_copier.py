@@ -1,43 +1,26 @@
 """Copy all of a streaming task's partitions in one transaction at a time, exactly once.
 
-Why: a continuous flow's latency is set by its transactions. With one producer and one
-transaction per partition (:class:`~kafka_dr.kafka.copier.RangeCopier`), 8 partitions at
-5,000 records/s ran about 25 transactions a second each, 4 round trips apiece, on brokers
-that also serve the load: p50/p99 82/304 and 99/352 ms on the lab (8 copy threads, no Spark,
-a 20 s steady window). One producer, one source consumer and one transaction for all the
-partitions, same load, same window: p50/p99 36-49/74-94 ms in four runs (docs/benchmarks.md,
-item 14). Kafka Streams commits a thread's tasks together for the same reason.
+Why: a continuous flow's latency is set by its transactions; one producer, consumer and
+transaction for all partitions beats one per partition (:class:`~kafka_dr.kafka.copier.RangeCopier`)
+on brokers that also serve the load (docs/benchmarks.md#settings). Exactly-once, one id per task:
 
-How exactly-once holds (the per-partition copier's scheme, with one id per task):
+1. The producer's ``transactional.id`` is fixed per flow (``InternalNames.task_transactional_id``):
+   a new task copier fences any earlier one, a zombie of a stopped query included.
+2. Every new producer then fences the per-partition ids of its partitions
+   (:func:`~kafka_dr.kafka.transactions.fence`), which fence the task id in turn; only then is
+   committed progress read.
+3. Each transaction holds every partition's records read since the last one and their progress.
 
-1. The producer's ``transactional.id`` is fixed per flow
-   (:meth:`~kafka_dr.core.naming.InternalNames.task_transactional_id`): a new task copier fences any
-   earlier one, a zombie of a stopped query included, and aborts its open transaction.
-2. It then fences every per-partition id of its partitions (:func:`~kafka_dr.kafka.copier.fence`),
-   so a fixed-range or per-partition copier still running is stopped too; those fence the
-   task id in turn with every new producer. Every new producer here fences them again (a
-   redo after this copier was fenced), and only then is committed progress read.
-3. Each transaction holds the records of every partition read since the last one and the
-   progress offsets of those partitions (``send_offsets_to_transaction``): all or nothing.
-
-Used only when one streaming task holds all of a flow's partitions (``--tasks 1``, the
-default): with several tasks, a partition could move between task ids as partitions are
-added, and two task ids fence nothing of each other, so those keep per-partition ids.
-
-The rare cases are left to the per-partition copier, which already handles them (and is
-tested for them): when the target refuses a record, or the source answers "offset out of
-range" (retention outran replication), the transaction is aborted and each partition of the
-aborted chunk is copied over the same offsets by a :class:`RangeCopier` (precise redo, dead
-letters, the refusal naming its record, the loss to retention counted); the task copier then
-goes on after them.
+Only for one streaming task per flow (``--tasks 1``): several task ids fence nothing of each other.
+A refused record or "offset out of range" is handed to a :class:`RangeCopier` over the same offsets.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -45,13 +28,22 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.progress import ProgressLost, encode_metadata, resume_offset
 from kafka_dr.kafka.clients import SecretResolver, client_config
-from kafka_dr.kafka.copier import (
-    JOB_CHUNK_RECORDS, PRODUCER_LOST, TARGET_UNAVAILABLE, OnCommit, ProducerLost, RangeCopier, RangeResult, RangeSpec, Reports,
-    abort_quietly, discard, fence, producer_lost, read_wait, resume_abort, target_missing, transactional_producer, watched_call,
-)
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_errors import PRODUCER_LOST, TARGET_UNAVAILABLE, ProducerLost, producer_lost, target_missing
+from kafka_dr.kafka.copy_spec import OnCommit, RangeResult, RangeSpec
+from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning, read_wait
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import read_progress
 from kafka_dr.kafka.target_limits import TargetLimits, size_refusal
+from kafka_dr.kafka.transactions import (
+    Reports,
+    abort_quietly,
+    discard,
+    fence,
+    resume_abort,
+    transactional_producer,
+    watched_call,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +53,9 @@ Key = tuple[str, int]
 #: a read that finds records fetched takes them at once (:func:`read_fetched`).
 READ_SECONDS = 0.01
 
-#: How long the source broker holds a fetch for the task's consumer (``fetch.wait.max.ms``,
-#: with ``fetch.min.bytes`` 256 KiB): under a steady load the fetches, not the reads, batch the
-#: records, and a transaction holds what one fetch brought. Why 16 ms: a read that always
-#: waited out 10 ms (``consume(5000, 0.01)``, with an 8 ms hold) made a record wait for the
-#: read window after it had arrived; a read that takes what is fetched with the 8 ms hold ran
-#: a transaction per fetch, half again the target broker's CPU, and a longer tail. With 16 ms
-#: the transactions are as few as with the 10 ms read and a record waits at most one hold
-#: and one commit. Measured (docs/benchmarks.md, item 18; latency phase alone, interleaved):
-#: p50 21-24 against 26-31 ms, p99 57-72 against 60-83 ms (five pairs), the CPU unchanged.
+#: ``fetch.wait.max.ms`` of the task's consumer (with ``fetch.min.bytes`` 256 KiB): under a steady
+#: load the fetches batch the records, a transaction holds what one fetch brought, and a record
+#: waits at most one hold and one commit (docs/benchmarks.md#settings)
 FETCH_HOLD_MS = 16
 
 #: records taken by one read at most
@@ -81,8 +67,7 @@ def read_fetched(source: Consumer, wait: float) -> list:
     first one to arrive within ``wait`` seconds together with whatever came with it.
 
     Why not ``consume(n, wait)``: below ``n`` records it returns only once ``wait`` is up, so
-    every record waited out the read window after it had been fetched (item 18 in
-    docs/benchmarks.md)."""
+    every record would wait out the read window after it had been fetched."""
     msgs = source.consume(num_messages=READ_MAX, timeout=0)
     if msgs:
         return msgs
@@ -131,7 +116,8 @@ class TaskCopier:
         #: the target topics' size limits, shared with the helper (kafka_dr.kafka.target_limits)
         self.limits = TargetLimits(cfg.cluster(flow.target), resolve)
         #: copies the chunks this copier leaves to per-partition transactions (module docstring)
-        self.helper = RangeCopier(cfg, flow, resolve, chunk_records=chunk_records, allow_reset=allow_reset, clock=clock,
+        tuning = CopyTuning(chunk_records=chunk_records)
+        self.helper = RangeCopier(cfg, flow, resolve, tuning=tuning, allow_reset=allow_reset, clock=clock,
                                   fence_task_streams=False, limits=self.limits)
         self._producer: Producer | None = None
         self._sizing: dict[str, int] | None = None  #: the batch sizing the producer was built with

@@ -187,7 +187,7 @@ def lag(cfg, topic: str, flow_name: str = FLOW) -> int:
     from confluent_kafka import TopicPartition
 
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.copier import read_committed_progress
+    from kafka_dr.kafka.progress_store import read_committed_progress
     from kafka_dr.kafka.topics import partition_count
 
     flow = next(f for f in cfg.flows if f.name == flow_name)

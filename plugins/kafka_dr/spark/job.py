@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
-from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS
+from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS
 from kafka_dr.spark.driver_options import driver_java_options
 from kafka_dr.spark.metrics_sink import JobSummary, MetricsSink
 from kafka_dr.spark.supervision import STALL_SECONDS, Stop, failure_reason, is_permanent, stop_on_signals, supervise

@@ -103,8 +103,8 @@ class ReplicationStreamReader(DataSourceStreamReader):
     @_plain_errors
     def initialOffset(self) -> dict:
         from kafka_dr.core.progress import lost_progress_starts
-        from kafka_dr.kafka.copier import last_copied_offset, read_committed_progress
-        from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, ProgressUnstable, clear_flow_orphans
+        from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, clear_flow_orphans
+        from kafka_dr.kafka.progress_store import ProgressUnstable, last_copied_offset, read_committed_progress
 
         planner = self._plan()
         offsets = planner.earliest()
@@ -184,7 +184,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
             yield tuple(d[f] for f in FIELDS)
 
     def _copier_key(self, stream_key: tuple = ()) -> tuple:
-        from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS
+        from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS
 
         o = self.options
         return (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"),
@@ -198,7 +198,8 @@ class ReplicationStreamReader(DataSourceStreamReader):
         as each thread needs its own consumer, or one for a whole task). Keyed by the config
         file's mtime too (a rewritten config gets a fresh copier) and by the options it is built
         with (a --reset-progress run must not reuse a strict one)."""
-        from kafka_dr.kafka.copier import JOB_CHUNK_RECORDS, RangeCopier, streaming_fetch
+        from kafka_dr.kafka.copier import RangeCopier
+        from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning
         from kafka_dr.kafka.task_copier import TaskCopier
         from kafka_dr.spark.streams import TASK
 
@@ -212,14 +213,14 @@ class ReplicationStreamReader(DataSourceStreamReader):
             if stream_key == (TASK,):
                 copier = TaskCopier(cfg, flow, _resolver(), chunk_records=records, chunk_seconds=seconds, allow_reset=reset)
             else:
-                kw = {"chunk_seconds": seconds, "consumer_overrides": streaming_fetch(seconds)} if stream_key else {}
-                copier = RangeCopier(cfg, flow, _resolver(), chunk_records=records, allow_reset=reset, **kw)
+                tuning = CopyTuning.streaming(records, seconds) if stream_key else CopyTuning(chunk_records=records)
+                copier = RangeCopier(cfg, flow, _resolver(), tuning=tuning, allow_reset=reset)
             _copiers[key] = copier
         return copier
 
     @_plain_errors
     def _copy(self, partition: RangePartition) -> dict:
-        from kafka_dr.kafka.copier import RangeSpec
+        from kafka_dr.kafka.copy_spec import RangeSpec
 
         r = self._copier().copy(RangeSpec(partition.topic, partition.partition, partition.start, partition.end, partition.target_topic))
         return r.to_dict()

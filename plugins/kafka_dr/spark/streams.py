@@ -25,8 +25,11 @@ import threading
 import time
 from typing import Callable
 
-from kafka_dr.kafka.copier import CALL_GRACE_SECONDS, OPEN, RangeCopier, RangeResult, RangeSpec, producer_lost
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_errors import producer_lost
+from kafka_dr.kafka.copy_spec import OPEN, RangeResult, RangeSpec
 from kafka_dr.kafka.task_copier import TaskCopier
+from kafka_dr.kafka.transactions import CALL_GRACE_SECONDS
 
 #: how long a partition's thread copies past the end of the last task that attached it:
 #: longer than Spark's pause between two tasks (seconds), short enough that a stopped or

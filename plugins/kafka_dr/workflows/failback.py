@@ -36,7 +36,7 @@ from kafka_dr.core.failback import MODES, RESEED, FailbackRefused
 from kafka_dr.core.failover import cluster_pair_problem
 from kafka_dr.core.inputs import failback_problems, require_valid
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.copier import read_committed_progress
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.state_store import reachable, read_state, write_state
 from kafka_dr.workflows.failback_copy import copy_until_caught_up
 from kafka_dr.workflows.failback_flows import FailbackRun

@@ -9,8 +9,10 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.failback import RESEED, RESYNC, in_window, reseed_transform
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.copier import RangeCopier, RangeSpec, read_committed_progress
+from kafka_dr.kafka.copier import RangeCopier
+from kafka_dr.kafka.copy_spec import RangeSpec, Reseed
 from kafka_dr.kafka.planner import FlowPlanner
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.workflows.failback_flows import FailbackRun, back_flow_name
 from kafka_dr.workflows.failback_handover import hand_over_seed
@@ -54,9 +56,7 @@ def copy_round(
 
 
 def _copy_one(cfg, flow, resolve, transform, keep_timestamp, seed_map, spec: RangeSpec):
-    copier = RangeCopier(
-        cfg, flow, resolve, transform=transform, keep_timestamp=keep_timestamp, seed_map_topic=seed_map
-    )
+    copier = RangeCopier(cfg, flow, resolve, reseed=Reseed(transform, keep_timestamp, seed_map))
     try:
         return copier.copy(spec)
     finally:

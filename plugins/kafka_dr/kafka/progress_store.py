@@ -1,0 +1,165 @@
+"""Where a flow's copy stands: its progress, kept in the target cluster.
+
+Progress is the consumer-group offset of each (target topic, partition) in the flow's progress
+group: the next source offset to copy, with metadata naming the source topic and the commit
+time (:func:`~kafka_dr.core.progress.encode_metadata`). The copiers commit it with
+``send_offsets_to_transaction`` in the same transaction as the records, so it is read
+``read_committed`` (``require_stable``). Offsets are read with a consumer's ``committed()``,
+never the admin ListConsumerGroupOffsets call (docs/replication.md#known-sharp-edge-found-on-the-way).
+"""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.progress import decode_metadata
+from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
+from kafka_dr.kafka.clients import SecretResolver, client_config
+from kafka_dr.kafka.watermarks import watermarks
+
+#: Answers of a group coordinator that is moving or still loading: worth waiting for.
+COORDINATOR_BUSY = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
+
+
+class ProgressUnstable(RuntimeError):
+    """A ``read_committed`` progress read kept timing out (a pending transactional commit)."""
+
+
+def unstable(e: KafkaException) -> bool:
+    """Did a ``committed()`` read time out (how librdkafka reports UNSTABLE_OFFSET_COMMIT
+    answers that never settle)?"""
+    return e.args[0].code() == KafkaError._TIMED_OUT
+
+
+def commit_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout: float = 60.0) -> None:
+    """``consumer.commit`` (synchronous) that waits while the coordinator is loading or moving."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            consumer.commit(offsets=tps, asynchronous=False)
+            return
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
+def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
+    """``consumer.committed`` that waits while the coordinator is loading or moving (a cluster
+    just started or restarted), up to ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return consumer.committed(tps, timeout=max(1.0, deadline - time.monotonic()))
+        except KafkaException as e:
+            if e.args[0].code() not in COORDINATOR_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
+def read_committed_progress(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    partitions: list[tuple[str, int]],
+    resolve: SecretResolver | None = None,
+    timeout: float = 60.0,
+) -> dict[tuple[str, int], dict]:
+    """Committed progress for ``partitions`` ((target topic, partition) pairs): offset + metadata.
+
+    Read with a consumer's ``committed()``, which waits out a coordinator that is still
+    loading: librdkafka 2.16's admin ListConsumerGroupOffsets crashes the process (SIGSEGV in
+    rd_kafka_cgrp_op) on some coordinator errors, which a freshly started cluster answers.
+    """
+    if not partitions:
+        return {}
+    conf = {
+        "group.id": cfg.names.progress_group(flow.name),
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    }
+    c = Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
+    try:
+        tps = committed_with_retry(c, [TopicPartition(t, p) for t, p in partitions], timeout)
+    except KafkaException as e:
+        if unstable(e):
+            named = ", ".join(f"{t}[{p}]" for t, p in partitions[:10]) + (" ..." if len(partitions) > 10 else "")
+            raise ProgressUnstable(
+                f"flow {flow.name}: reading progress on {flow.target}: no stable answer within {timeout:.0f}s for "
+                f"{named} (a pending transactional commit no transaction owns? the replication job clears its own "
+                f"when it starts)"
+            ) from None
+        raise RuntimeError(f"flow {flow.name}: reading progress on {flow.target}: {e.args[0].str()}") from None
+    finally:
+        c.close()
+    out = {}
+    for tp in tps:
+        if tp.error is not None:
+            where = f"{tp.topic}[{tp.partition}] on {flow.target}"
+            raise RuntimeError(f"flow {flow.name}: reading progress of {where}: {tp.error.str()}")
+        if tp.offset >= 0:
+            out[(tp.topic, tp.partition)] = {"next_offset": tp.offset, **decode_metadata(tp.metadata)}
+    return out
+
+
+def last_copied_offset(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    source_topic: str,
+    target_topic: str,
+    partition: int,
+    resolve: SecretResolver | None = None,
+    scan: int = 10_000,
+    timeout: float = 60.0,
+) -> int | None:
+    """The highest source offset of ``source_topic[partition]`` found replicated by this flow
+    in the last ``scan`` records of ``target_topic[partition]`` (provenance headers), or None.
+
+    Only asked for partitions without committed progress, to tell a first run (no copies)
+    from lost progress (copies, no progress). Copies sit in source order, so the newest is
+    the highest; a target whose last ``scan`` records are all local writes is not looked past.
+    """
+    conf = {
+        "group.id": cfg.names.progress_scan_group(flow.name),
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+        "enable.partition.eof": True,
+    }
+    c = Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
+    where = f"{flow.target}/{target_topic}[{partition}]"
+    try:
+        low, high = watermarks(c, TopicPartition(target_topic, partition), timeout)
+        if high <= low:
+            return None
+        c.assign([TopicPartition(target_topic, partition, max(low, high - scan))])
+        best, deadline = None, time.monotonic() + timeout
+        src, part = flow.source.encode(), str(partition).encode()
+        while time.monotonic() < deadline:
+            msgs = c.consume(num_messages=5000, timeout=0.5)
+            done = False
+            for m in msgs:
+                if m.error() is not None:
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        done = True
+                        continue
+                    raise RuntimeError(f"flow {flow.name}: scanning {where}: {m.error().str()}")
+                h = dict(m.headers() or ())
+                if (
+                    h.get(ORIGIN) == src
+                    and h.get(ORIGIN_TOPIC) == source_topic.encode()
+                    and h.get(ORIGIN_PARTITION) == part
+                ):
+                    best = max(best or -1, int(h[ORIGIN_OFFSET]))
+                if m.offset() + 1 >= high:
+                    done = True
+            if done or (not msgs and c.position([TopicPartition(target_topic, partition)])[0].offset >= high):
+                return best
+        raise TimeoutError(f"flow {flow.name}: scanning {where} for copies took over {timeout:.0f}s")
+    finally:
+        c.close()
