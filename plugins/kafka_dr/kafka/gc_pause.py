@@ -1,11 +1,8 @@
 """Pause Python's cyclic garbage collector while a copier moves records.
 
 Every ``consume`` hands the copy loop thousands of ``Message`` objects, and each record adds a
-headers list and tuples. All of these are containers the cyclic collector tracks, so CPython
-ran a collection every 700 of them and walked the live batch again and again: profiled with
-``py-spy --native`` on one copier and 1 KiB records, ``gc_collect_main`` was 17% of the copy
-loop's samples, and turning the collector off cut the loop's CPU per 125,000-record range from
-0.79-0.88 s to 0.69-0.72 s (``docs/benchmarks.md``, item 21).
+headers list and tuples: containers the cyclic collector tracks, so CPython ran a collection
+every 700 of them and walked the live batch again and again (docs/benchmarks.md#settings).
 
 Nothing the loop allocates forms a reference cycle, so reference counting frees it all the
 same; the collector is only paused, for one chunk at a time (at most ``chunk_seconds``), and
