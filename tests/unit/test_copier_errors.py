@@ -15,7 +15,7 @@ def test_fenced_purged_and_fatal_errors_mean_a_lost_producer():
 
 def test_a_system_error_caused_by_a_fatal_error_means_a_lost_producer():
     """A flush that serves a fatal error and then a delivery report raises SystemError caused
-    by the fatal error (confluent-kafka 2.16.1; seen in CI on a fenced task copier)."""
+    by the fatal error (confluent-kafka 2.16.1, a fenced task copier's flush)."""
     fenced = KafkaException(KafkaError(KafkaError._FENCED, fatal=True))
     try:
         raise SystemError("Reports.delivery returned a result with an exception set") from fenced

@@ -141,7 +141,7 @@ class _FencedHandle(_Recorded):
 def test_closing_a_copier_purges_what_its_producers_hold_and_flushes_nothing(monkeypatch, handle):
     """What a copier's producer still holds at close belongs to a transaction that is open,
     aborted or fenced: close lets it go unsent (kafka_dr.kafka.transactions.discard). A flush
-    of a fenced producer raises its fatal error (in CI once as SystemError) from close."""
+    of a fenced producer raises its fatal error (or SystemError caused by it) from close."""
     from kafka_dr.kafka.task_copier import TaskCopier
 
     cfg, flow = _setup(monkeypatch, transactions)
