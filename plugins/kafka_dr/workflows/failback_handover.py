@@ -16,8 +16,8 @@ from kafka_dr.core.loop import router_for
 from kafka_dr.core.progress import encode_metadata
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.consumer_groups import group_state
-from kafka_dr.kafka.progress_store import commit_with_retry, committed_with_retry, read_committed_progress
 from kafka_dr.kafka.offset_translation import PartitionProbe, Translator
+from kafka_dr.kafka.progress_store import commit_with_retry, committed_with_retry, read_committed_progress
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count, partition_ranges
 from kafka_dr.workflows.failback_flows import FailbackRun

@@ -111,8 +111,8 @@ def rpo_report(run: FailoverRun, now_ms: int | None = None, failed_answers: bool
     from kafka_dr.core.failover import latest_tails, selected_partitions
     from kafka_dr.core.loop import router_for
     from kafka_dr.kafka import clients
-    from kafka_dr.kafka.progress_store import read_committed_progress
     from kafka_dr.kafka.heartbeats import measure
+    from kafka_dr.kafka.progress_store import read_committed_progress
     from kafka_dr.kafka.reading import read_partitions
     from kafka_dr.kafka.source_tails import count_now
 
