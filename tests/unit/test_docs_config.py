@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kafka_dr.core import config_load
+from kafka_dr.core import config_load, config_sections
 from kafka_dr.core.config import Schedules, Thresholds
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "config.md").read_text(encoding="utf-8")
@@ -18,18 +18,18 @@ def table_keys(section: str) -> set[str]:
 
 
 def test_top_level_keys():
-    assert table_keys("Top level") == config_load._TOP_KEYS
+    assert table_keys("Top level") == config_load.TOP_KEYS
 
 
 def test_cluster_keys():
     keys = {k.split(".")[0] for k in table_keys("clusters")}
-    assert keys == config_load._CLUSTER_KEYS
+    assert keys == config_sections.CLUSTER_KEYS
     assert {k for k in table_keys("clusters") if k.startswith("schema_registry.")} == {"schema_registry.url", "schema_registry.topic"}
 
 
 def test_flow_keys():
     keys = {k.split(".")[0] for k in table_keys("flows")}
-    assert keys == config_load._FLOW_KEYS
+    assert keys == config_sections.FLOW_KEYS
     assert {k for k in table_keys("flows") if k.startswith("topics.")} == {"topics.allow", "topics.deny"}
 
 

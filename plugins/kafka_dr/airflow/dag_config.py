@@ -12,7 +12,8 @@ import os
 from pathlib import Path
 
 from kafka_dr.core.config import DrConfig
-from kafka_dr.core.config_load import ConfigError, Problem, load_config
+from kafka_dr.core.config_load import ConfigError, load_config
+from kafka_dr.core.parse_context import Problem
 
 _cache: dict[tuple[str, float], DrConfig] = {}
 
