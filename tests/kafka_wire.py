@@ -1,9 +1,9 @@
 """Two Kafka protocol requests sent by hand, to put a broker into a state real clients only
 reach through rare races: a transactional offset commit that no open transaction owns.
 
-Seen once in CI after a target restart: the flow's progress group kept a pending
-transactional offset commit, no transaction was ongoing, and every ``read_committed``
-(``require_stable``) read of that partition's progress timed out. Tests recreate it with
+A target restart with commits in flight can leave a flow's progress group with a pending
+transactional offset commit and no transaction ongoing, so every ``read_committed``
+(``require_stable``) read of that partition's progress times out. Tests recreate it with
 ``InitProducerId`` followed by a ``TxnOffsetCommit`` without ``AddOffsetsToTxn`` (which the
 broker accepts only with ``transaction.partition.verification.enable=false``).
 

@@ -1,33 +1,20 @@
 """Clear a transactional progress commit that no open transaction owns.
 
-The flow's progress is committed with ``send_offsets_to_transaction``: the group coordinator
-holds the offset *pending* until the transaction's marker arrives, and a ``read_committed``
-(``require_stable``) read of that partition answers "unstable" meanwhile. Seen once in CI,
-after the target broker restarted while commits were in flight: the pending commit stayed,
-no transaction was ongoing (``kafka-transactions.sh list``), so no marker would ever come,
-and every progress read of the partition timed out; the flow could neither start nor
-restart. ``tests/kafka_wire.py`` recreates that state on the lab.
+Progress is committed with ``send_offsets_to_transaction``: the coordinator holds the offset
+*pending* until the transaction's marker arrives, and a ``read_committed`` progress read answers
+"unstable" meanwhile. A broker restart with commits in flight can leave a pending offset whose
+transaction is gone, so no marker ever comes (``tests/kafka_wire.py`` recreates it).
 
-The cure uses Kafka's own bookkeeping: the coordinator keys pending offsets by producer id,
-and the producer id belongs to the partition's fixed ``transactional.id`` (or the flow's
-task id, :meth:`~kafka_dr.core.naming.InternalNames.task_transactional_id`, for a whole streaming task). A producer with
-that id (``init_transactions`` first: it fences and aborts whatever is really open) begins a
-transaction, adds an offset for the same group and partition, and aborts it. The abort marker
-carries the producer id, and the coordinator drops every pending offset of that id: the
-orphan with it. The abort commits nothing; the committed progress is untouched by it.
+The cure: pending offsets are keyed by producer id, which belongs to the partition's fixed
+``transactional.id`` (or the task id, :meth:`~kafka_dr.core.naming.InternalNames.task_transactional_id`).
+A producer with that id begins a transaction, adds an offset for the same group and partition,
+and aborts it; the abort drops every pending offset of that id. A pending offset of another
+producer id is not ours: the read fails naming the partition (``kafka-transactions.sh``).
 
-A pending offset of another producer id (not one of ours) is not cleared; the read then
-fails naming the partition, and ``kafka-transactions.sh find-hanging``/``abort`` is the tool.
-
-The pending commit is not always an aborted transaction's. The target-restart drill caught
-one whose transaction had *committed*: its records (source offsets 7,200-17,799 of one
-partition) were on the target, readable ``read_committed``, while the group coordinator held
-its progress commit pending; dropping it left the progress at 7,200, and the flow copied
-10,600 records a second time. So after clearing, :func:`repair_progress` sets each
-partition's progress to just after the last copy of it found on the target, if that is ahead
-of the committed progress, and commits that: the records a committed transaction wrote are
-the truth about where it ended. Copies of an aborted or open transaction are not readable
-``read_committed``, so a pending commit that really was orphaned moves nothing.
+A pending commit may belong to a transaction that *committed* its records: :func:`repair_progress`
+then sets progress to just after the last copy found on the target (records of a committed
+transaction are the truth; an aborted one's are not readable ``read_committed``). See
+docs/replication.md.
 """
 
 from __future__ import annotations

@@ -171,7 +171,7 @@ class _Stream:
 
     def stuck(self, now: float) -> bool:
         """Alive but no loop round for :data:`STUCK_SECONDS`, or inside a transactional call well
-        past its own timeout (the copier's ``hung_after``, :func:`~kafka_dr.kafka.copier.watched_call`)."""
+        past its own timeout (the copier's ``hung_after``, :func:`~kafka_dr.kafka.transactions.watched_call`)."""
         hung_after = getattr(self.copier, "hung_after", None)
         return self.thread.is_alive() and (now - self.beat > STUCK_SECONDS or (hung_after is not None and now > hung_after))
 
