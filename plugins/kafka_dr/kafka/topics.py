@@ -50,7 +50,9 @@ def delete_topics(client: AdminClient, names: list[str], timeout: float = 60.0) 
 def _list_offsets(admin: AdminClient, tps: list[TopicPartition], spec, where: str) -> dict[tuple[str, int], int]:
     if not tps:
         return {}
-    futs = admin.list_offsets({tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
+    futs = admin.list_offsets(
+        {tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT
+    )
     out = {}
     for tp, fut in futs.items():
         try:
@@ -60,7 +62,9 @@ def _list_offsets(admin: AdminClient, tps: list[TopicPartition], spec, where: st
     return out
 
 
-def partition_ranges(admin: AdminClient, tps: list[TopicPartition], where: str) -> dict[tuple[str, int], tuple[int, int]]:
+def partition_ranges(
+    admin: AdminClient, tps: list[TopicPartition], where: str
+) -> dict[tuple[str, int], tuple[int, int]]:
     """``{(topic, partition): (earliest, last stable offset)}`` of ``tps`` on the cluster ``where``
     (read_committed: the end is where a transactional reader stops)."""
     low = _list_offsets(admin, tps, OffsetSpec.earliest(), where)
