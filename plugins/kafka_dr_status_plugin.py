@@ -13,5 +13,12 @@ from kafka_dr.airflow.status_page import URL_PREFIX, create_app
 class KafkaDrStatusPlugin(AirflowPlugin):
     name = "kafka_dr_status"
     fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "kafka-dr status"}]
-    external_views = [{"name": "DR status", "href": f"{URL_PREFIX}/", "destination": "nav", "url_route": "dr-status",
-                       "nav_top_level": True}]
+    external_views = [
+        {
+            "name": "DR status",
+            "href": f"{URL_PREFIX}/",
+            "destination": "nav",
+            "url_route": "dr-status",
+            "nav_top_level": True,
+        }
+    ]

@@ -109,9 +109,12 @@ def spark():
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (
-        SparkSession.builder.master("local[2]").appName("kafka-dr-tests")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.showConsoleProgress", "false").getOrCreate()
+        SparkSession.builder.master("local[2]")
+        .appName("kafka-dr-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session

@@ -16,17 +16,21 @@ from airflow.dag_processing.dagbag import DagBag  # noqa: E402
 
 bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
 elapsed = time.monotonic() - t0
-print(json.dumps({
-    "import_errors": {k: str(v) for k, v in bag.import_errors.items()},
-    "dags": {
-        dag_id: {
-            "tags": sorted(dag.tags),
-            "max_active_runs": dag.max_active_runs,
-            "tasks": {t.task_id: t.retries for t in dag.tasks},
-            "schedule": type(dag.timetable).__name__,
+print(
+    json.dumps(
+        {
+            "import_errors": {k: str(v) for k, v in bag.import_errors.items()},
+            "dags": {
+                dag_id: {
+                    "tags": sorted(dag.tags),
+                    "max_active_runs": dag.max_active_runs,
+                    "tasks": {t.task_id: t.retries for t in dag.tasks},
+                    "schedule": type(dag.timetable).__name__,
+                }
+                for dag_id, dag in bag.dags.items()
+            },
+            "heavy_modules": sorted(m for m in sys.modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)),
+            "seconds": elapsed,
         }
-        for dag_id, dag in bag.dags.items()
-    },
-    "heavy_modules": sorted(m for m in sys.modules if m.split(".")[0] in HEAVY or m.startswith(HEAVY)),
-    "seconds": elapsed,
-}))
+    )
+)

@@ -80,10 +80,12 @@ COMMANDS: dict[str, Check] = {
     # README: the front door
     "make demo": Check(RUN, r"^Stop it with: \.venv/bin/kafka-dr lab down"),
     "make test": Check(SUITE),
-    ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental":
-        Check(RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: completed$"),
-    "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental":
-        Check(RUN, r'^\{"kafka_dr.summary": \{"flow": "east_to_west"'),
+    ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental": Check(
+        RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: completed$"
+    ),
+    "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental": Check(
+        RUN, r'^\{"kafka_dr.summary": \{"flow": "east_to_west"'
+    ),
     ".venv/bin/kafka-dr lab up": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG=.*/\.lab/kafka-dr\.yaml$"),
     ".venv/bin/kafka-dr lab up --clusters 3": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
     ".venv/bin/kafka-dr lab status": Check(RUN, r"^west +127\.0\.0\.1:\d+ +\d+ +healthy"),
@@ -94,14 +96,23 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr lab down --wipe": Check(RUN, r"^lab stopped and wiped: .*/\.lab$"),
     'eval "$(.venv/bin/kafka-dr airflow env)"': Check(SESSION),
     ".venv/bin/airflow db migrate": Check(RUN, r"Database migration done!"),
-    ".venv/bin/airflow dags test dr_cluster_health": Check(RUN, r"DagRun Finished: dag_id=dr_cluster_health, .*state=success"),
+    ".venv/bin/airflow dags test dr_cluster_health": Check(
+        RUN, r"DagRun Finished: dag_id=dr_cluster_health, .*state=success"
+    ),
     # no flow is running in this walk-through: the DAG says so, as the README tells the user it will
-    ".venv/bin/airflow dags test dr_heartbeat": Check(RUN, r"east_to_west \(east -> west\): no heartbeat from east has reached west",
-                                                     exit_code=1),
-    ".venv/bin/airflow dags test dr_topic_config_sync": Check(RUN, r"DagRun Finished: dag_id=dr_topic_config_sync, .*state=success"),
-    ".venv/bin/airflow dags test dr_schema_mirror": Check(RUN, r"DagRun Finished: dag_id=dr_schema_mirror, .*state=success"),
+    ".venv/bin/airflow dags test dr_heartbeat": Check(
+        RUN, r"east_to_west \(east -> west\): no heartbeat from east has reached west", exit_code=1
+    ),
+    ".venv/bin/airflow dags test dr_topic_config_sync": Check(
+        RUN, r"DagRun Finished: dag_id=dr_topic_config_sync, .*state=success"
+    ),
+    ".venv/bin/airflow dags test dr_schema_mirror": Check(
+        RUN, r"DagRun Finished: dag_id=dr_schema_mirror, .*state=success"
+    ),
     ".venv/bin/airflow dags test dr_preflight": Check(RUN, r"DagRun Finished: dag_id=dr_preflight, .*state=success"),
-    ".venv/bin/kafka-dr failover --from east --to west --dry-run --force": Check(RUN, r"^  active cluster would be: west$"),
+    ".venv/bin/kafka-dr failover --from east --to west --dry-run --force": Check(
+        RUN, r"^  active cluster would be: west$"
+    ),
     # docs/benchmarks.md: minutes each; the quick run is the short version
     ".venv/bin/kafka-dr bench": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --backlog-rounds 1": Check(PARSED, covered_by=BENCH),
@@ -113,9 +124,15 @@ COMMANDS: dict[str, Check] = {
     # docs/reliability.md: the drills run for minutes; the secure lab runs as printed
     ".venv/bin/kafka-dr drill": Check(PARSED, covered_by=DRILLS),
     ".venv/bin/kafka-dr drill soak --soak-seconds 600": Check(PARSED, covered_by=DRILLS),
-    ".venv/bin/kafka-dr drill kill-job --kill-trials 20 --dir .lab-drill --base-port 19892": Check(PARSED, covered_by=DRILLS),
-    ".venv/bin/kafka-dr lab up --secure --dir .lab-secure --base-port 19592": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
+    ".venv/bin/kafka-dr drill kill-job --kill-trials 20 --dir .lab-drill --base-port 19892": Check(
+        PARSED, covered_by=DRILLS
+    ),
+    ".venv/bin/kafka-dr lab up --secure --dir .lab-secure --base-port 19592": Check(
+        RUN, r"^use it: +export KAFKA_DR_CONFIG="
+    ),
     "source .lab-secure/secrets.env": Check(SESSION),
     "export KAFKA_DR_CONFIG=.lab-secure/kafka-dr.yaml": Check(SESSION),
-    ".venv/bin/kafka-dr replicate --flow east_to_west --mode incremental": Check(RUN, r"^east_to_west: copied \d+ record\(s\)"),
+    ".venv/bin/kafka-dr replicate --flow east_to_west --mode incremental": Check(
+        RUN, r"^east_to_west: copied \d+ record\(s\)"
+    ),
 }

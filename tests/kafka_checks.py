@@ -104,7 +104,9 @@ def check_replica(here: str, records: list[Record], expected: list[Sent], source
     for r, i in zip(records, ids):
         s = by_id[i]
         assert r.key == s.key and r.value == s.value, f"{here}: key/value differ for {i}"
-        assert tuple(strip_product_headers(r.headers)) == tuple(s.headers), f"{here}: headers differ for {i}: {r.headers} vs {s.headers}"
+        assert tuple(strip_product_headers(r.headers)) == tuple(s.headers), (
+            f"{here}: headers differ for {i}: {r.headers} vs {s.headers}"
+        )
         assert r.timestamp_ms == s.timestamp_ms, f"{here}: timestamp differs for {i}"
         assert r.partition == s.partition, f"{here}: {i} landed in partition {r.partition}"
         if i[0] != here and source_topic is not None:

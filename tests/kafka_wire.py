@@ -13,8 +13,8 @@ Test support only; the product never speaks the wire protocol itself.
 from __future__ import annotations
 
 import socket
-import time
 import struct
+import time
 
 INIT_PRODUCER_ID, TXN_OFFSET_COMMIT = 22, 28
 
@@ -47,26 +47,44 @@ def _read(s: socket.socket, n: int) -> bytes:
 def init_producer_id(bootstrap: str, transactional_id: str) -> tuple[int, int]:
     """(producer id, epoch) for ``transactional_id`` (v1); retries while the coordinator loads."""
     for _ in range(30):
-        _, error, pid, epoch = struct.unpack(">ihqh", _call(bootstrap, INIT_PRODUCER_ID, 1,
-                                                             _string(transactional_id) + struct.pack(">i", 60_000))[:16])
+        _, error, pid, epoch = struct.unpack(
+            ">ihqh", _call(bootstrap, INIT_PRODUCER_ID, 1, _string(transactional_id) + struct.pack(">i", 60_000))[:16]
+        )
         if error == 0:
             return pid, epoch
         time.sleep(1)
     raise RuntimeError(f"InitProducerId({transactional_id}) kept failing with error {error}")
 
 
-def txn_offset_commit(bootstrap: str, transactional_id: str, group: str, producer: tuple[int, int], topic: str, partition: int,
-                      offset: int) -> int:
+def txn_offset_commit(
+    bootstrap: str,
+    transactional_id: str,
+    group: str,
+    producer: tuple[int, int],
+    topic: str,
+    partition: int,
+    offset: int,
+) -> int:
     """A bare ``TxnOffsetCommit`` (v2) of one partition's offset; returns its error code."""
-    body = (_string(transactional_id) + _string(group) + struct.pack(">qh", *producer) + struct.pack(">i", 1) + _string(topic)
-            + struct.pack(">i", 1) + struct.pack(">iqi", partition, offset, -1) + struct.pack(">h", -1))
+    body = (
+        _string(transactional_id)
+        + _string(group)
+        + struct.pack(">qh", *producer)
+        + struct.pack(">i", 1)
+        + _string(topic)
+        + struct.pack(">i", 1)
+        + struct.pack(">iqi", partition, offset, -1)
+        + struct.pack(">h", -1)
+    )
     r = _call(bootstrap, TXN_OFFSET_COMMIT, 2, body)
     at = 8  # throttle time, topic count
-    at += 2 + struct.unpack(">h", r[at:at + 2])[0] + 4  # topic name, partition count
-    return struct.unpack(">ih", r[at:at + 6])[1]
+    at += 2 + struct.unpack(">h", r[at : at + 2])[0] + 4  # topic name, partition count
+    return struct.unpack(">ih", r[at : at + 6])[1]
 
 
-def orphaned_progress_commit(bootstrap: str, transactional_id: str, group: str, topic: str, partition: int, offset: int) -> None:
+def orphaned_progress_commit(
+    bootstrap: str, transactional_id: str, group: str, topic: str, partition: int, offset: int
+) -> None:
     """Leave the state a target restart once left: a pending transactional offset commit of
     ``transactional_id`` that no transaction owns (the broker's transaction verification must be
     off: :func:`transaction_verification`)."""
@@ -84,6 +102,9 @@ def transaction_verification(admin, enabled: bool | None) -> None:
     broker = str(next(iter(admin.list_topics(timeout=10).brokers)))
     op = AlterConfigOpType.DELETE if enabled is None else AlterConfigOpType.SET
     value = "" if enabled is None else str(enabled).lower()
-    res = ConfigResource(ResourceType.BROKER, broker, incremental_configs=[
-        ConfigEntry("transaction.partition.verification.enable", value, incremental_operation=op)])
+    res = ConfigResource(
+        ResourceType.BROKER,
+        broker,
+        incremental_configs=[ConfigEntry("transaction.partition.verification.enable", value, incremental_operation=op)],
+    )
     admin.incremental_alter_configs([res])[res].result()

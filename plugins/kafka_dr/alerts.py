@@ -20,7 +20,9 @@ log = logging.getLogger(__name__)
 
 
 def send_webhook(url: str, payload: dict, timeout: float = 10.0) -> None:
-    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST")
+    req = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
     with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - configured http(s) URL
         if resp.status >= 300:
             raise RuntimeError(f"webhook answered HTTP {resp.status}")

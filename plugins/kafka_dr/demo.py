@@ -32,8 +32,12 @@ def run_demo(lab_dir: Path | None = None) -> int:
         ensure_topic(clients.admin(cluster), TOPIC, partitions=3)
         p = clients.producer(cluster)
         for i in range(3):
-            p.produce(TOPIC, key=f"{name}-order-{i}".encode(), value=f'{{"order": {i}, "dc": "{name}", "run": {stamp}}}'.encode(),
-                      headers=[("source-app", b"demo"), ("dc", name.encode())])
+            p.produce(
+                TOPIC,
+                key=f"{name}-order-{i}".encode(),
+                value=f'{{"order": {i}, "dc": "{name}", "run": {stamp}}}'.encode(),
+                headers=[("source-app", b"demo"), ("dc", name.encode())],
+            )
         left = p.flush(30)
         if left:
             raise RuntimeError(f"{left} demo record(s) to {name} were not acknowledged within 30s")
@@ -61,7 +65,13 @@ def run_demo(lab_dir: Path | None = None) -> int:
         print(f"   {'p':>2} {'offset':>6}  {'key':<16} {'origin':<26} value")
         for r in sorted(mine, key=lambda r: (r.partition, r.offset)):
             h = dict(r.headers)
-            origin = "local" if "dr.origin" not in h else f"from {h['dr.origin'].decode()} @{h['dr.origin.offset'].decode()}"
-            print(f"   {r.partition:>2} {r.offset:>6}  {(r.key or b'').decode():<16} {origin:<26} {(r.value or b'').decode()}")
-    print(f"\nThe lab keeps running. Config: {cfg_path}\nStop it with: .venv/bin/kafka-dr lab down   (add --wipe to delete its data)")
+            origin = (
+                "local" if "dr.origin" not in h else f"from {h['dr.origin'].decode()} @{h['dr.origin.offset'].decode()}"
+            )
+            print(
+                f"   {r.partition:>2} {r.offset:>6}  {(r.key or b'').decode():<16} {origin:<26} {(r.value or b'').decode()}"
+            )
+    print(
+        f"\nThe lab keeps running. Config: {cfg_path}\nStop it with: .venv/bin/kafka-dr lab down   (add --wipe to delete its data)"
+    )
     return 0

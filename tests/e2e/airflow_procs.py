@@ -29,20 +29,22 @@ def airflow_env_for(home: Path, config: Path, port: int) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(airflow_env(home, config, load_config(config)))
     base = f"http://localhost:{port}"
-    env.update({
-        "AIRFLOW__API__PORT": str(port),
-        "AIRFLOW__API__BASE_URL": base,
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
-        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-        "AIRFLOW__CORE__PARALLELISM": "4",
-        "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(24),
-        "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(24),
-        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
-        "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
-        "AIRFLOW__API__WORKERS": "1",
-        "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "5",  # a retry after a hiccup comes at once, not in 5 min
-        "PYSPARK_PYTHON": sys.executable,
-    })
+    env.update(
+        {
+            "AIRFLOW__API__PORT": str(port),
+            "AIRFLOW__API__BASE_URL": base,
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{base}/execution/",
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(24),
+            "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(24),
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+            "AIRFLOW__API__WORKERS": "1",
+            "AIRFLOW__CORE__DEFAULT_TASK_RETRY_DELAY": "5",  # a retry after a hiccup comes at once, not in 5 min
+            "PYSPARK_PYTHON": sys.executable,
+        }
+    )
     return env
 
 
@@ -55,8 +57,10 @@ def wait_http(url: str, timeout: float, procs: dict[str, subprocess.Popen], home
     while time.monotonic() < deadline:
         for name, p in procs.items():
             if p.poll() is not None:
-                raise RuntimeError(f"airflow {name} exited with {p.returncode}; see {home / (name + '.log')}:\n"
-                                   + (home / f"{name}.log").read_text()[-3000:])
+                raise RuntimeError(
+                    f"airflow {name} exited with {p.returncode}; see {home / (name + '.log')}:\n"
+                    + (home / f"{name}.log").read_text()[-3000:]
+                )
         try:
             with urllib.request.urlopen(url, timeout=3) as r:
                 if r.status == 200:
@@ -78,11 +82,15 @@ def running_airflow(home: Path, config: Path, port: int):
         raise RuntimeError(f"airflow db migrate failed:\n{migrate.stdout[-2000:]}\n{migrate.stderr[-2000:]}")
     procs: dict[str, subprocess.Popen] = {}
     try:
-        for name, args in (("api-server", ["api-server", "--port", str(port)]), ("scheduler", ["scheduler"]),
-                           ("dag-processor", ["dag-processor"])):
+        for name, args in (
+            ("api-server", ["api-server", "--port", str(port)]),
+            ("scheduler", ["scheduler"]),
+            ("dag-processor", ["dag-processor"]),
+        ):
             log = open(home / f"{name}.log", "w")
-            procs[name] = subprocess.Popen([AIRFLOW, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
-                                           start_new_session=True)
+            procs[name] = subprocess.Popen(
+                [AIRFLOW, *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         wait_http(f"http://localhost:{port}/api/v2/monitor/health", 180, procs, home)
         yield f"http://localhost:{port}", env
     finally:

@@ -41,8 +41,11 @@ def drill_lab():
     from kafka_dr.lab.lab import Lab
 
     repo = Path(__file__).resolve().parents[2]
-    lab = Lab(Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", repo / ".lab-test")).with_name(
-        Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", repo / ".lab-test")).name + "-drill"))
+    lab = Lab(
+        Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", repo / ".lab-test")).with_name(
+            Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", repo / ".lab-test")).name + "-drill"
+        )
+    )
     lab.down(wipe=True)
     atexit.register(lambda: lab.down(wipe=True))
     try:
@@ -67,9 +70,13 @@ def assert_same_records(cfg, topic: str) -> tuple[list, list]:
     west = read_topic(cfg.cluster("west"), topic)
     le, lw = logical(east, "east"), logical(west, "west")
     assert max(le.values()) == 1 and max(lw.values()) == 1, "a record is present twice"
-    assert le == lw, f"east and west differ: only east {list((le - lw).items())[:3]}, only west {list((lw - le).items())[:3]}"
+    assert le == lw, (
+        f"east and west differ: only east {list((le - lw).items())[:3]}, only west {list((lw - le).items())[:3]}"
+    )
     for here, records in (("east", east), ("west", west)):
-        assert not any(dict(r.headers).get(ORIGIN) == here.encode() for r in records), f"{here} holds a record naming itself as origin"
+        assert not any(dict(r.headers).get(ORIGIN) == here.encode() for r in records), (
+            f"{here} holds a record naming itself as origin"
+        )
     return east, west
 
 
@@ -134,7 +141,9 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     # behind those on east, never an east record it had read before the outage
     resumed = [_identity(m, "east") for m in _consume(cfg.cluster("east"), group, topic_name, None)]
     unread = {_identity_of(r, "west") for r in west_records if r.offset >= west_position[r.partition]}
-    assert unread and unread - set(resumed) == set(), f"records skipped after the failback: {sorted(unread - set(resumed))[:5]}"
+    assert unread and unread - set(resumed) == set(), (
+        f"records skipped after the failback: {sorted(unread - set(resumed))[:5]}"
+    )
     assert not set(resumed) & {_identity(m, "east") for m in read_on_east}, "east records read twice"
     assert len(resumed) == len(set(resumed))
     rereads = len(set(resumed) - unread)
@@ -147,7 +156,9 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.workflows.failback_gate import GateFailed, gate
 
-    produce_all(clients.producer(cfg.cluster("east")), topic_name, [(b"forged", b"x", [("dr.origin", b"west")], None, 1)])
+    produce_all(
+        clients.producer(cfg.cluster("east")), topic_name, [(b"forged", b"x", [("dr.origin", b"west")], None, 1)]
+    )
     with pytest.raises(GateFailed, match=rf"{topic_name}\[1\]: east@\[\d+\] not on west"):
         gate(FailbackRun(cfg, "east", "west", "resync"))
 
@@ -187,7 +198,9 @@ def test_failback_reseed_after_east_is_rebuilt_empty(drill_lab, spark, tmp_path,
     expected = [(r.partition, r.key, r.value) for r in west_before if r.offset >= committed_west[r.partition]]
     resumed = _consume(cfg.cluster("east"), group, topic_name, None)
     got = [(m.partition(), m.key(), m.value()) for m in resumed]
-    assert sorted(got, key=repr) == sorted(expected, key=repr) and len(got) == len(expected), "skipped or re-read after reseed"
+    assert sorted(got, key=repr) == sorted(expected, key=repr) and len(got) == len(expected), (
+        "skipped or re-read after reseed"
+    )
     state = read_state(cfg)
     assert (state.active_cluster, state.failed_clusters) == ("east", ())
 

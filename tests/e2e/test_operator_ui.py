@@ -31,13 +31,21 @@ ARTIFACTS = Path(os.environ.get("KAFKA_DR_TEST_UI_DIR", Path(__file__).resolve()
 @pytest.fixture
 def browser():
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.fail("Debian's chromium and chromium-driver are needed (.ci/run installs them: apt-get install chromium chromium-driver)")
+        pytest.fail(
+            "Debian's chromium and chromium-driver are needed (.ci/run installs them: apt-get install chromium chromium-driver)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000", "--disable-gpu"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,1000",
+        "--disable-gpu",
+    ):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_page_load_timeout(60)
@@ -55,9 +63,14 @@ def shoot(driver, folder: Path, name: str, full_page: bool = True) -> Path:
     path = folder / f"{name}.png"
     if full_page:
         size = driver.execute_cdp_cmd("Page.getLayoutMetrics", {})["cssContentSize"]
-        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                                                 "clip": {"x": 0, "y": 0, "width": size["width"],
-                                                                          "height": size["height"], "scale": 1}})
+        shot = driver.execute_cdp_cmd(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+            },
+        )
         path.write_bytes(base64.b64decode(shot["data"]))
     else:
         driver.save_screenshot(str(path))
@@ -65,8 +78,11 @@ def shoot(driver, folder: Path, name: str, full_page: bool = True) -> Path:
 
 
 def api_token(base: str, user: str, password: str) -> str:
-    req = urllib.request.Request(f"{base}/auth/token", data=json.dumps({"username": user, "password": password}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{base}/auth/token",
+        data=json.dumps({"username": user, "password": password}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())["access_token"]
 
@@ -116,8 +132,14 @@ def publish_dq_record(cfg, docs: Path) -> dict:
 
     docs.mkdir(parents=True, exist_ok=True)
     (docs / "index.html").write_text("<html><body><h1>kafka-dr Data Docs (test)</h1></body></html>")
-    record = {"run_id": "dq-ui-test", "ts_ms": int(time.time() * 1000), "success": True, "failed": [], "checked_partitions": 4,
-              "docs_path": str(docs / "index.html")}
+    record = {
+        "run_id": "dq-ui-test",
+        "ts_ms": int(time.time() * 1000),
+        "success": True,
+        "failed": [],
+        "checked_partitions": 4,
+        "docs_path": str(docs / "index.html"),
+    }
     for name, cluster in cfg.clusters.items():
         ensure_topic(clients.admin(cluster), cfg.names.dq_results_topic, partitions=1)
         p = clients.producer(cluster)
@@ -151,19 +173,19 @@ def open_status(driver, base: str):
 
 
 def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, browser, tmp_path, topic_name):
+    from airflow_procs import password, running_airflow
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from airflow_procs import password, running_airflow
+    from kafka_dr.airflow.env import LAB_USER
     from kafka_dr.core.config_load import load_config
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.heartbeats import emit
     from kafka_dr.kafka.topics import ensure_topic
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.job import JobOptions, run_flow
-    from kafka_dr.airflow.env import LAB_USER
 
     shots = ARTIFACTS / "screenshots"
     shutil.rmtree(shots, ignore_errors=True)
@@ -176,7 +198,10 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
     for c in cfg.clusters.values():
         ensure_topic(clients.admin(c), topic_name, partitions=2)
     for name, n in (("east", 300), ("west", 100)):  # fresh timestamps: the batch latency is the real one
-        rows = [(f"{name}-{i}".encode(), f"order {i} from {name}".encode(), [("app", name.encode())], None, i % 2) for i in range(n)]
+        rows = [
+            (f"{name}-{i}".encode(), f"order {i} from {name}".encode(), [("app", name.encode())], None, i % 2)
+            for i in range(n)
+        ]
         produce_all(clients.producer(cfg.cluster(name)), topic_name, rows)
     for name in cfg.clusters:
         emit(cfg, name)
@@ -233,11 +258,17 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
 
             # 3. Fail over from the trigger form: east -> west, dry run (the switch starts on).
             driver.get(f"{base}/dags/dr_failover")
-            WebDriverWait(driver, 60).until(EC.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label='Trigger Dag']"))).click()
-            form = WebDriverWait(driver, 30).until(EC.presence_of_element_located((By.CSS_SELECTOR, "[data-testid=config-form]")))
+            WebDriverWait(driver, 60).until(
+                EC.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label='Trigger Dag']"))
+            ).click()
+            form = WebDriverWait(driver, 30).until(
+                EC.presence_of_element_located((By.CSS_SELECTOR, "[data-testid=config-form]"))
+            )
             form.find_element(By.CSS_SELECTOR, "button[id$=':trigger:Clusters']").click()
             for field, value in (("failed_cluster", "east"), ("surviving_cluster", "west")):
-                box = WebDriverWait(driver, 30).until(EC.element_to_be_clickable((By.CSS_SELECTOR, f"#element_{field} input[type=text]")))
+                box = WebDriverWait(driver, 30).until(
+                    EC.element_to_be_clickable((By.CSS_SELECTOR, f"#element_{field} input[type=text]"))
+                )
                 box.send_keys(value)
                 box.send_keys(Keys.ENTER)
                 assert driver.find_element(By.NAME, f"element_{field}").get_attribute("value") == value
@@ -249,22 +280,44 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
             driver.find_element(By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']").click()
 
             token = api_token(base, LAB_USER, pw)
-            run = wait_for("a dr_failover run", lambda: ((api_get(base, token, "/api/v2/dags/dr_failover/dagRuns?limit=1") or {}).get("dag_runs")
-                                                         or [None])[0], 60)
-            assert run["conf"]["failed_cluster"] == "east" and run["conf"]["surviving_cluster"] == "west" and run["conf"]["dry_run"] is True
+            run = wait_for(
+                "a dr_failover run",
+                lambda: (
+                    (api_get(base, token, "/api/v2/dags/dr_failover/dagRuns?limit=1") or {}).get("dag_runs") or [None]
+                )[0],
+                60,
+            )
+            assert (
+                run["conf"]["failed_cluster"] == "east"
+                and run["conf"]["surviving_cluster"] == "west"
+                and run["conf"]["dry_run"] is True
+            )
             run_id = run["dag_run_id"]
-            done = wait_for("the dr_failover run to finish",
-                            lambda: (lambda r: r if r and r["state"] in ("success", "failed") else None)(
-                                api_get(base, token, f"/api/v2/dags/dr_failover/dagRuns/{run_id}")), 300, 2)
+            done = wait_for(
+                "the dr_failover run to finish",
+                lambda: (lambda r: r if r and r["state"] in ("success", "failed") else None)(
+                    api_get(base, token, f"/api/v2/dags/dr_failover/dagRuns/{run_id}")
+                ),
+                300,
+                2,
+            )
             assert done["state"] == "success", f"dr_failover {run_id} ended {done['state']}; logs under {home / 'logs'}"
 
             # 4. The summary is readable in the UI: the summary task's XCom, and the status page.
             quoted = urllib.request.quote(run_id, safe="")
-            xcom = api_get(base, token, f"/api/v2/dags/dr_failover/dagRuns/{quoted}/taskInstances/summary/xcomEntries/return_value")
-            text = (xcom or {}).get("value", {}).get("summary_text", "") if isinstance((xcom or {}).get("value"), dict) else str((xcom or {}).get("value"))
+            xcom = api_get(
+                base, token, f"/api/v2/dags/dr_failover/dagRuns/{quoted}/taskInstances/summary/xcomEntries/return_value"
+            )
+            text = (
+                (xcom or {}).get("value", {}).get("summary_text", "")
+                if isinstance((xcom or {}).get("value"), dict)
+                else str((xcom or {}).get("value"))
+            )
             assert "failover east -> west (DRY RUN: nothing changed)" in text, xcom
             driver.get(f"{base}/dags/dr_failover/runs/{quoted}/tasks/summary/xcom")
-            key = WebDriverWait(driver, 60).until(EC.presence_of_element_located((By.XPATH, "//td[normalize-space()='summary_text']")))
+            key = WebDriverWait(driver, 60).until(
+                EC.presence_of_element_located((By.XPATH, "//td[normalize-space()='summary_text']"))
+            )
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", key)
             time.sleep(2)  # let the value's viewer paint before the screenshot (nothing is asserted on time)
             assert "DRY RUN" in key.find_element(By.XPATH, "./ancestor::tr").text

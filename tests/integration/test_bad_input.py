@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 import yaml
+from test_replication import flow_config
 
 from kafka_checks import check_replica, produce_varied, read_topic
-from kafka_dr.core.naming import InternalNames
 from kafka_dr.core.config_load import load_config
-from kafka_dr.kafka import clients
+from kafka_dr.core.naming import InternalNames
 from kafka_dr.core.progress import ProgressLost
+from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_errors import RecordRejected
 from kafka_dr.kafka.copy_spec import RangeSpec
@@ -18,7 +19,6 @@ from kafka_dr.kafka.copy_tuning import CopyTuning
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from kafka_dr.spark.job import JobOptions, run_flow
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab]
 
@@ -28,8 +28,12 @@ BIG = 1_500_000  # above the target's default max.message.bytes (1 MiB)
 def _big_source_topic(cluster, topic: str) -> None:
     ensure_topic(clients.admin(cluster), topic, partitions=1, config={"max.message.bytes": "4000000"})
     p = clients.producer(cluster, **{"message.max.bytes": 5_000_000, "compression.type": "none"})
-    rows = [(b"a", b"small-0", [], None, 0), (b"b", b"small-1", [], None, 0), (b"big", b"x" * BIG, [("h", b"1")], None, 0),
-            (b"c", b"small-3", [], None, 0)]
+    rows = [
+        (b"a", b"small-0", [], None, 0),
+        (b"b", b"small-1", [], None, 0),
+        (b"big", b"x" * BIG, [("h", b"1")], None, 0),
+        (b"c", b"small-3", [], None, 0),
+    ]
     produce_all(p, topic, rows)
 
 
@@ -65,7 +69,10 @@ def test_every_restart_is_alerted(lab, spark, tmp_path, topic_name):
         path.write_text(yaml.safe_dump(doc))
         with pytest.raises(RuntimeError, match="giving up after 3 failed run"):
             run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_restarts=2), spark=spark)
-        assert [(a["event"], a["restart"], a["max_restarts"]) for a in hook.received] == [("restart", 1, 2), ("restart", 2, 2)]
+        assert [(a["event"], a["restart"], a["max_restarts"]) for a in hook.received] == [
+            ("restart", 1, 2),
+            ("restart", 2, 2),
+        ]
         assert "source cluster 'east' (127.0.0.1:1) did not answer" in hook.received[0]["error"]
         assert hook.received[1]["backoff_seconds"] == 4.0
     finally:
@@ -75,7 +82,9 @@ def test_every_restart_is_alerted(lab, spark, tmp_path, topic_name):
 def test_record_too_large_stops_the_flow_naming_the_record(lab, lab_config, spark, tmp_path, topic_name):
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     _big_source_topic(east, topic_name)
-    ensure_topic(clients.admin(west), topic_name, partitions=1)  # the default limit: the job would give it the source's 4 MB
+    ensure_topic(
+        clients.admin(west), topic_name, partitions=1
+    )  # the default limit: the job would give it the source's 4 MB
     config = flow_config(lab, tmp_path, [topic_name])
     with pytest.raises(RuntimeError) as info:
         run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
@@ -106,7 +115,9 @@ def test_dead_letter_topic_sets_refused_records_aside(lab, spark, tmp_path, topi
     cfg = load_config(doc_path)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     _big_source_topic(east, topic_name)
-    ensure_topic(clients.admin(west), topic_name, partitions=1)  # the default limit: the job would give it the source's 4 MB
+    ensure_topic(
+        clients.admin(west), topic_name, partitions=1
+    )  # the default limit: the job would give it the source's 4 MB
     run_flow(JobOptions(config=str(doc_path), flow="east_to_west", mode="incremental", max_restarts=0), spark=spark)
     copied = read_topic(west, topic_name)
     assert [r.value for r in copied] == [b"small-0", b"small-1", b"small-3"]
@@ -149,7 +160,9 @@ def test_deleted_progress_is_refused_unless_reset(lab, lab_config, spark, tmp_pa
     opts = dict(config=str(config), flow="east_to_west", mode="incremental", max_restarts=2)
     run_flow(JobOptions(**opts), spark=spark)
     admin = clients.admin(west)
-    for fut in admin.delete_consumer_groups([InternalNames(prefix).progress_group("east_to_west")], request_timeout=30).values():
+    for fut in admin.delete_consumer_groups(
+        [InternalNames(prefix).progress_group("east_to_west")], request_timeout=30
+    ).values():
         fut.result()
     second = produce_varied(east, topic_name, "second", 10, 2)
 
@@ -187,7 +200,9 @@ def test_target_topic_deleted_mid_run_is_named_and_rolled_back(lab, lab_config, 
     finally:
         copier.close()
     msg = str(info.value)
-    if isinstance(info.value, RecordRejected):  # the group still has the topic's offsets: the chunk is refused, rolled back
+    if isinstance(
+        info.value, RecordRejected
+    ):  # the group still has the topic's offsets: the chunk is refused, rolled back
         assert f"east/{topic_name}[0]@5" in msg and f"west/{topic_name} does not exist (deleted mid-run?)" in msg, msg
     else:  # the topic's offsets went with it: the copier refuses to guess where to resume
         assert f"flow east_to_west: east/{topic_name}[0] -> west/{topic_name}[0]: no committed progress" in msg, msg

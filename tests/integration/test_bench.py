@@ -12,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench.report import expected_keys
@@ -22,8 +21,12 @@ pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab_config):
-    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--quick", "--dir", str(lab.root)],
-                          capture_output=True, text=True, timeout=1800)  # one start per system: 68 s quiet, minutes at load
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafka_dr.cli", "bench", "--quick", "--dir", str(lab.root)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )  # one start per system: 68 s quiet, minutes at load
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     lines = proc.stdout.strip().splitlines()
     figures = json.loads(lines[-1])
@@ -35,7 +38,10 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
         for size in (100, 1024):
             assert figures[f"{system}_s{size}_complete"] is True, (system, size, figures[f"{system}_s{size}_copied"])
             assert figures[f"{system}_s{size}_records_per_s"] > 0 and figures[f"{system}_s{size}_peak_rss_mb"] > 0
-        assert figures[f"{system}_latency_samples"] > 0 and figures[f"{system}_latency_p99_ms"] >= figures[f"{system}_latency_p50_ms"]
+        assert (
+            figures[f"{system}_latency_samples"] > 0
+            and figures[f"{system}_latency_p99_ms"] >= figures[f"{system}_latency_p50_ms"]
+        )
     assert figures["ours_guarantee"].startswith("exactly-once")
     # the run's topics (backlogs, latency, copies, MirrorMaker's worker topics) are gone again
     for cluster in lab_config.clusters.values():
@@ -48,21 +54,54 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     warm-up copy happens before the first measured phase, and its topics go with the run's.
     Every measured phase starts with the dirty page cache written out, and says how much; the
     backlog and the latency are measured in two rounds; a backlog's CPU is accounted."""
-    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "rawpipe",
-                           "--records", "40000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "2000"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafka_dr.cli",
+            "bench",
+            "--dir",
+            str(lab.root),
+            "--systems",
+            "rawpipe",
+            "--records",
+            "40000",
+            "--sizes",
+            "100",
+            "--latency-seconds",
+            "1",
+            "--warmup-records",
+            "2000",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     out = proc.stdout
     warmed = re.search(r"brokers warmed up .*: 2,000 records produced and copied, ([\d,]+) transactions", out)
     assert warmed and int(warmed.group(1).replace(",", "")) > 0, out[-2000:]
-    assert out.index("brokers warmed up") < out.index("[bench] rawpipe  s100 round 1/2:"), "warm-up before the first measured phase"
+    assert out.index("brokers warmed up") < out.index("[bench] rawpipe  s100 round 1/2:"), (
+        "warm-up before the first measured phase"
+    )
     figures = json.loads(out.strip().splitlines()[-1])
     # the backlog in two rounds, each a fresh backlog of 40,000 records copied completely (long enough a window for CPU
     # samples inside it); the warm-up's records are not counted
     assert figures["backlog_rounds"] == 2 and len(figures["rawpipe_s100_records_per_s_by_round"]) == 2
-    assert figures["rawpipe_s100_complete"] is True and figures["rawpipe_s100_records"] == 80000 == figures["rawpipe_s100_copied"]
-    assert len(re.findall(r"\[bench\] rawpipe  s100 round [12]/2: [\d,]+ records/s .*copied 40,000/40,000, .*CPU busy [\d.]+, own "
-                          r"[\d.]+, steal [\d.]+ cores", out)) == 2, out[-2000:]
+    assert (
+        figures["rawpipe_s100_complete"] is True
+        and figures["rawpipe_s100_records"] == 80000 == figures["rawpipe_s100_copied"]
+    )
+    assert (
+        len(
+            re.findall(
+                r"\[bench\] rawpipe  s100 round [12]/2: [\d,]+ records/s .*copied 40,000/40,000, .*CPU busy [\d.]+, own "
+                r"[\d.]+, steal [\d.]+ cores",
+                out,
+            )
+        )
+        == 2
+    ), out[-2000:]
     # the pipe's own CPU is part of the machine's (a tick of sampling apart)
     assert 0 < figures["rawpipe_s100_cpu_own_cores"] <= figures["rawpipe_s100_cpu_busy_cores"] + 0.1
     assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(figures["rawpipe_latency_synced_mb"], int)
@@ -78,10 +117,33 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
     """``--systems mm2eos`` (left out of ``--quick`` by default): MirrorMaker 2 runs with its
     exactly-once source support, the backlog's completion is read from its committed source
     offsets, and a ``read_committed`` count finds every record exactly once."""
-    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "mm2eos",
-                           "--records", "3000", "--sizes", "100", "--latency-seconds", "1", "--warmup-records", "0",
-                           "--latency-rounds", "1", "--backlog-rounds", "1"],  # one MirrorMaker start per phase is enough here
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafka_dr.cli",
+            "bench",
+            "--dir",
+            str(lab.root),
+            "--systems",
+            "mm2eos",
+            "--records",
+            "3000",
+            "--sizes",
+            "100",
+            "--latency-seconds",
+            "1",
+            "--warmup-records",
+            "0",
+            "--latency-rounds",
+            "1",
+            "--backlog-rounds",
+            "1",
+        ],  # one MirrorMaker start per phase is enough here
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     assert figures["latency_rounds"] == 1 and len(figures["mm2eos_latency_p99_ms_by_round"]) == 1
@@ -92,19 +154,29 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
     assert len(logs) == 2, logs  # the backlog's run and the latency run
     for log in logs:
         text = log.read_text(errors="replace")
-        assert "exactly.once.source.support = enabled" in text and "transactional.id = kafka-dr-bench-mm2eos." in text, log
+        assert (
+            "exactly.once.source.support = enabled" in text and "transactional.id = kafka-dr-bench-mm2eos." in text
+        ), log
 
 
 def test_an_unknown_system_is_refused_before_anything_starts(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), "--systems", "ours,mm3"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), "--systems", "ours,mm3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0 and "unknown mm3" in proc.stderr and "mm2eos" in proc.stderr
     assert not (tmp_path / "nolab").exists()
 
 
 @pytest.mark.parametrize("flag", ["--latency-rounds", "--backlog-rounds"])
 def test_zero_rounds_are_refused_before_anything_starts(tmp_path, flag):
-    proc = subprocess.run([sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), flag, "0"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(tmp_path / "nolab"), flag, "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0 and f"{flag} 0: must be at least 1" in proc.stderr
     assert not (tmp_path / "nolab").exists()

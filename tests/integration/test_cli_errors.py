@@ -36,20 +36,51 @@ def last_line(proc) -> str:
     return [ln for ln in proc.stderr.splitlines() if ln.strip()][-1]
 
 
-@pytest.mark.parametrize("args, line", [
-    (["replicate", "--config", "{cfg}", "--flow", "nope", "--mode", "incremental"],
-     "kafka-dr replicate: no flow named 'nope' in {cfg} (flows: east_to_west)"),
-    (["dq", "--config", "{cfg}", "--flow", "nope"], "kafka-dr dq: no flow named 'nope' in {cfg} (flows: east_to_west)"),
-    (["failover", "--config", "{cfg}", "--from", "east", "--to", "west", "--groups", "("],
-     "kafka-dr failover: --groups '(' is not a regular expression: missing ), unterminated subpattern at position 0"),
-    (["failback", "--config", "{cfg}", "--recovered", "east", "--survivor", "west", "--mode", "resync", "--topics", "[", "--groups", "("],
-     "kafka-dr failback: --groups '(' is not a regular expression: missing ), unterminated subpattern at position 0; "
-     "--topics '[' is not a regular expression: unterminated character set at position 0"),
-    (["failover", "--config", "{cfg}", "--from", "eest", "--to", "west"],
-     "kafka-dr failover: unknown failed cluster 'eest' (known: east, west)"),
-    (["bench", "--dir", "{tmp}/nolab", "--sizes", "1k"], "kafka-dr bench: --sizes '1k': '1k' is not a size in bytes (e.g. 100,1024)"),
-    (["replicate", "--config", "{tmp}/missing.yaml", "--flow", "east_to_west"], None),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ["replicate", "--config", "{cfg}", "--flow", "nope", "--mode", "incremental"],
+            "kafka-dr replicate: no flow named 'nope' in {cfg} (flows: east_to_west)",
+        ),
+        (
+            ["dq", "--config", "{cfg}", "--flow", "nope"],
+            "kafka-dr dq: no flow named 'nope' in {cfg} (flows: east_to_west)",
+        ),
+        (
+            ["failover", "--config", "{cfg}", "--from", "east", "--to", "west", "--groups", "("],
+            "kafka-dr failover: --groups '(' is not a regular expression: missing ), unterminated subpattern at position 0",
+        ),
+        (
+            [
+                "failback",
+                "--config",
+                "{cfg}",
+                "--recovered",
+                "east",
+                "--survivor",
+                "west",
+                "--mode",
+                "resync",
+                "--topics",
+                "[",
+                "--groups",
+                "(",
+            ],
+            "kafka-dr failback: --groups '(' is not a regular expression: missing ), unterminated subpattern at position 0; "
+            "--topics '[' is not a regular expression: unterminated character set at position 0",
+        ),
+        (
+            ["failover", "--config", "{cfg}", "--from", "eest", "--to", "west"],
+            "kafka-dr failover: unknown failed cluster 'eest' (known: east, west)",
+        ),
+        (
+            ["bench", "--dir", "{tmp}/nolab", "--sizes", "1k"],
+            "kafka-dr bench: --sizes '1k': '1k' is not a size in bytes (e.g. 100,1024)",
+        ),
+        (["replicate", "--config", "{tmp}/missing.yaml", "--flow", "east_to_west"], None),
+    ],
+)
 def test_usage_errors_end_with_one_line_and_exit_2(config, tmp_path, args, line):
     proc = run(*(a.format(cfg=config, tmp=tmp_path) for a in args), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
@@ -73,7 +104,9 @@ def test_an_invalid_config_names_each_problem_and_ends_with_one_line(tmp_path):
 
 def test_argparse_errors_are_usage_errors(tmp_path):
     proc = run("failback", "--recovered", "east", cwd=tmp_path)
-    assert proc.returncode == 2 and last_line(proc).startswith("kafka-dr failback: error: the following arguments are required")
+    assert proc.returncode == 2 and last_line(proc).startswith(
+        "kafka-dr failback: error: the following arguments are required"
+    )
 
 
 def test_a_runtime_failure_is_exit_1_with_one_line_and_the_traceback_only_with_debug(config, tmp_path):

@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from test_replication import flow_config
 
 from kafka_checks import check_replica, read_sent, read_topic
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab]
 
@@ -30,10 +30,26 @@ BIN = Path(sys.executable).parent
 def spark_submit(config: Path, flow: str, mode: str, log: Path) -> subprocess.Popen:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable}
     return subprocess.Popen(
-        [str(BIN / "spark-submit"), "--master", "local[2,4]", "--conf", "spark.ui.enabled=false",
-         str(REPO / "spark_jobs" / "replicate.py"), "--config", str(config), "--flow", flow, "--mode", mode,
-         "--trigger-seconds", "0.5"],
-        stdout=open(log, "ab"), stderr=subprocess.STDOUT, env=env, start_new_session=True,
+        [
+            str(BIN / "spark-submit"),
+            "--master",
+            "local[2,4]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(REPO / "spark_jobs" / "replicate.py"),
+            "--config",
+            str(config),
+            "--flow",
+            flow,
+            "--mode",
+            mode,
+            "--trigger-seconds",
+            "0.5",
+        ],
+        stdout=open(log, "ab"),
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,
     )
 
 
@@ -68,8 +84,16 @@ class SteadyProducer(threading.Thread):
     def run(self) -> None:
         p = clients.producer(self.cluster)
         while not self.stop_event.is_set():
-            rows = [(b"k%d" % (self.count + i), b"v%d" % (self.count + i) + os.urandom(40), [("seq", b"%d" % (self.count + i))],
-                     None, (self.count + i) % self.partitions) for i in range(500)]
+            rows = [
+                (
+                    b"k%d" % (self.count + i),
+                    b"v%d" % (self.count + i) + os.urandom(40),
+                    [("seq", b"%d" % (self.count + i))],
+                    None,
+                    (self.count + i) % self.partitions,
+                )
+                for i in range(500)
+            ]
             produce_all(p, self.topic, rows)
             self.count += len(rows)
             time.sleep(0.1)

@@ -10,11 +10,15 @@ pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 
 
 def _task_states(run) -> dict[str, str]:
-    from airflow.utils.session import create_session
     from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
 
     with create_session() as session:
-        tis = session.query(TaskInstance).filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id).all()
+        tis = (
+            session.query(TaskInstance)
+            .filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
+            .all()
+        )
         return {ti.task_id: str(ti.state) for ti in tis}
 
 

@@ -18,6 +18,9 @@ import pytest
 import yaml
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+from test_dag_runs import _task_states
+from test_replication import run_all
+from test_schema_mirror import ORDER_V1, ORDER_V2, skey, sval
 
 from kafka_checks import read_topic, varied_rows
 from kafka_dr.core.config_load import load_config
@@ -26,9 +29,6 @@ from kafka_dr.kafka.schema_mirror import mirror
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from receivers import SmtpReceiver, WebhookReceiver
-from test_dag_runs import _task_states
-from test_replication import run_all
-from test_schema_mirror import ORDER_V1, ORDER_V2, skey, sval
 
 pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 
@@ -52,7 +52,10 @@ def dq_config(lab, tmp_path: Path, topics: list[str], hook, smtp) -> Path:
     for c in doc["clusters"].values():
         c["schema_registry"] = {"topic": f"_schemas_dq_{uid}"}
     doc["schema_mirror"] = {"primary": "east", "targets": ["west"]}
-    doc["alerts"] = {"webhook": {"url": hook.url}, "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "to": ["oncall@example.com"]}}
+    doc["alerts"] = {
+        "webhook": {"url": hook.url},
+        "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "to": ["oncall@example.com"]},
+    }
     doc["data_quality"] = {"dir": str(tmp_path / "dq")}
     # latency = first replication time - record timestamp; on the shared 2-core lab a Spark
     # replication run starts a minute or more after the records were produced
@@ -80,7 +83,11 @@ def replicated_setup(lab, lab_config, spark, tmp_path, receivers, topics: list[s
         produce_now(west, t, "west", 20, partitions)
     registry = cfg.cluster("east").schema_registry.topic
     ensure_topic(clients.admin(east), registry, partitions=1, config={"cleanup.policy": "compact"})
-    produce_all(clients.producer(east), registry, [(skey("orders-value", 1), sval("orders-value", 1, 1, ORDER_V1), None, None, 0)])
+    produce_all(
+        clients.producer(east),
+        registry,
+        [(skey("orders-value", 1), sval("orders-value", 1, 1, ORDER_V1), None, None, 0)],
+    )
     mirror(cfg, "west")
     run_all(path, spark, topics[0])  # one run per flow copies every allowed topic
     return cfg, east, west
@@ -122,9 +129,13 @@ def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spar
     from kafka_dr.airflow.data_quality_dag import build_data_quality_dag
 
     t_del, t_alt, t_forged, t_dup = (f"{topic_name}.{k}" for k in ("del", "alt", "forged", "dup"))
-    cfg, east, west = replicated_setup(lab, lab_config, spark, tmp_path, receivers, [t_del, t_alt, t_forged, t_dup], partitions=1)
+    cfg, east, west = replicated_setup(
+        lab, lab_config, spark, tmp_path, receivers, [t_del, t_alt, t_forged, t_dup], partitions=1
+    )
     admin = clients.admin(west)
-    copies = {t: [r for r in read_topic(west, t) if any(k == "dr.origin" for k, _ in r.headers)] for t in (t_alt, t_dup)}
+    copies = {
+        t: [r for r in read_topic(west, t) if any(k == "dr.origin" for k, _ in r.headers)] for t in (t_alt, t_dup)
+    }
 
     # 1. two records deleted on the target (the topic truncated before its 2nd copy's offset)
     first_copy = min(r.offset for r in read_topic(west, t_del) if any(k == "dr.origin" for k, _ in r.headers))
@@ -134,23 +145,37 @@ def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spar
     end = max(r.offset for r in read_topic(west, t_alt)) + 1
     for _, fut in admin.delete_records([TopicPartition(t_alt, 0, end)]).items():
         fut.result(30)
-    rows = [(r.key, (b"ALTERED" if i == 7 else r.value), list(r.headers), r.timestamp_ms, 0) for i, r in enumerate(copies[t_alt])]
+    rows = [
+        (r.key, (b"ALTERED" if i == 7 else r.value), list(r.headers), r.timestamp_ms, 0)
+        for i, r in enumerate(copies[t_alt])
+    ]
     produce_all(clients.producer(west), t_alt, rows)
     # 3. an extra record with forged provenance (names an east offset the flow never copied)
-    forged = [("dr.origin", b"east"), ("dr.origin.topic", t_forged.encode()), ("dr.origin.part", b"0"),
-              ("dr.origin.offset", b"100000"), ("dr.origin.ts", str(int(time.time() * 1000)).encode())]
+    forged = [
+        ("dr.origin", b"east"),
+        ("dr.origin.topic", t_forged.encode()),
+        ("dr.origin.part", b"0"),
+        ("dr.origin.offset", b"100000"),
+        ("dr.origin.ts", str(int(time.time() * 1000)).encode()),
+    ]
     produce_all(clients.producer(west), t_forged, [(b"k", b"forged", forged, None, 0)])
     # 4. a copy duplicated
     dup = copies[t_dup][5]
     produce_all(clients.producer(west), t_dup, [(dup.key, dup.value, list(dup.headers), dup.timestamp_ms, 0)])
     # 5. a topic-config drift on the target
-    res = ConfigResource(ConfigResource.Type.TOPIC, t_dup, incremental_configs=[
-        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])
+    res = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        t_dup,
+        incremental_configs=[ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)],
+    )
     for _, fut in admin.incremental_alter_configs([res]).items():
         fut.result(30)
     # 6. a schema registered on the target only
-    produce_all(clients.producer(west), cfg.cluster("west").schema_registry.topic,
-                [(skey("orders-value", 2), sval("orders-value", 2, 2, ORDER_V2), None, None, 0)])
+    produce_all(
+        clients.producer(west),
+        cfg.cluster("west").schema_registry.topic,
+        [(skey("orders-value", 2), sval("orders-value", 2, 2, ORDER_V2), None, None, 0)],
+    )
 
     run = strict(build_data_quality_dag(cfg)).test()
     assert str(run.state) == "failed"
@@ -171,12 +196,22 @@ def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spar
     assert named("counts_equal", t_forged, "source_count=60, target_count=61")
     assert named("no_duplicates", t_dup, "duplicated=1")
     assert not named("no_missing", t_dup)
-    assert [ln for ln in lines if ln.startswith(f"topic_config_parity: topic configs flow east_to_west east/{t_dup} -> west/{t_dup}")
-            and "retention.ms: target 3600000, source (default)" in ln]
-    assert [ln for ln in lines if ln.startswith("schema_registry_equal: schema registry east/") and "differences=1" in ln]
+    assert [
+        ln
+        for ln in lines
+        if ln.startswith(f"topic_config_parity: topic configs flow east_to_west east/{t_dup} -> west/{t_dup}")
+        and "retention.ms: target 3600000, source (default)" in ln
+    ]
+    assert [
+        ln for ln in lines if ln.startswith("schema_registry_equal: schema registry east/") and "differences=1" in ln
+    ]
     # nothing is reported about the other flow, whose records were left alone
     assert not [ln for ln in lines if "flow west_to_east" in ln and not ln.startswith("topic_config_parity")]
 
     assert len(smtp.messages) == 1 and smtp.messages[0]["to"] == ["<oncall@example.com>"]
     mail = smtp.messages[0]["data"]
-    assert "dr_data_quality.validate failed" in mail and "no_missing: flow east_to_west" in mail and "schema_registry_equal" in mail
+    assert (
+        "dr_data_quality.validate failed" in mail
+        and "no_missing: flow east_to_west" in mail
+        and "schema_registry_equal" in mail
+    )

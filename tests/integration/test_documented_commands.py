@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import TEST_BASE_PORT, TEST_LAB
 from documented_commands import COMMANDS, REPO, RUN, SESSION, documented
 
@@ -59,7 +60,13 @@ KAFKA_DR = str(REPO / ".venv" / "bin" / "kafka-dr")
 def _wipe_labs(root: Path, env: dict) -> None:
     for lab in (".lab", ".lab-secure"):
         if (root / lab).exists():
-            subprocess.run([KAFKA_DR, "lab", "--dir", str(root / lab), "down", "--wipe"], cwd=root, env=env, capture_output=True, timeout=180)
+            subprocess.run(
+                [KAFKA_DR, "lab", "--dir", str(root / lab), "down", "--wipe"],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                timeout=180,
+            )
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +77,12 @@ def checkout():
     root = TEST_LAB.with_name(TEST_LAB.name + "-checkout")
     # A fresh shell: no settings of ours, and none of make's own (``make test`` runs the suite,
     # and a nested make would print its directory changes).
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("AIRFLOW", "KAFKA_DR", "PYSPARK", "SPARK_")) and k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AIRFLOW", "KAFKA_DR", "PYSPARK", "SPARK_"))
+        and k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")
+    }
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["KAFKA_DR_LAB_BASE_PORT"] = str(TEST_BASE_PORT + 1500)
     env["KAFKA_DR_LOG_DIR"] = str(root / "logs")

@@ -95,12 +95,15 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
     lab.stop("east")
     try:
         # a dry run changes nothing
-        dry = build_failover_dag(cfg).test(run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": True})
+        dry = build_failover_dag(cfg).test(
+            run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": True}
+        )
         assert str(dry.state) == "success", _task_states(dry)
         assert read_state(cfg, skip=("east",)).active_cluster != "west"
 
-        run = build_failover_dag(cfg).test(run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": False,
-                                                    "consumer_groups": group})
+        run = build_failover_dag(cfg).test(
+            run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": False, "consumer_groups": group}
+        )
         assert str(run.state) == "success", _task_states(run)
         from kafka_dr.workflows.failover import FailoverRun, rpo_report
 
@@ -117,11 +120,15 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         assert set(east_now) == all_east - seen_before, "skipped or re-read records after failover"
         assert len(east_now) == len(set(east_now)), "a record was read twice"
         west_now = [i for i in (_identity(m, "west") for m in resumed) if i[0] == "west"]
-        assert sorted(west_now) == sorted(("west", s.partition, s.offset) for s in west_sent), "west's own records skipped"
+        assert sorted(west_now) == sorted(("west", s.partition, s.offset) for s in west_sent), (
+            "west's own records skipped"
+        )
         for p in (0, 1):
             first_unread = min((o for (_, pp, o) in all_east - seen_before if pp == p), default=None)
             first_resumed = next((o for (_, pp, o) in east_now if pp == p), None)
-            assert first_resumed == first_unread, f"partition {p}: resumed at origin offset {first_resumed}, next unread is {first_unread}"
+            assert first_resumed == first_unread, (
+                f"partition {p}: resumed at origin offset {first_resumed}, next unread is {first_unread}"
+            )
     finally:
         lab.start("east")
 
@@ -135,12 +142,20 @@ def test_cli_failover_refuses_a_live_cluster_and_dry_runs_with_force(lab, tmp_pa
 
     path = isolated_config(lab, tmp_path, topic_name)
     cli = str(Path(sys.executable).with_name("kafka-dr"))
-    refused = subprocess.run([cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--config", str(path)],
-                             capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(
+        [cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 1 and "cluster 'east'" in refused.stderr and "still answers" in refused.stderr
     before = read_state(load_config(path))
-    forced = subprocess.run([cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--force", "--config", str(path)],
-                            capture_output=True, text=True, timeout=300)
+    forced = subprocess.run(
+        [cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--force", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert forced.returncode == 0, forced.stderr[-2000:]
     assert "DRY RUN: nothing changed" in forced.stdout and "active cluster would be: west" in forced.stdout
     assert read_state(load_config(path)) == before
@@ -156,7 +171,9 @@ def _east_identities(msgs) -> dict[int, list[int]]:
     return out
 
 
-def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_says(lab, lab_config, spark, tmp_path, topic_name):
+def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_says(
+    lab, lab_config, spark, tmp_path, topic_name
+):
     """Replication stopped short of east's end (a capped batch); the group had read less than
     was replicated on partition 0 and more on partition 1. After the failover the group re-reads
     nothing, and what it never sees on west is exactly the RPO report's figure (minus, on
@@ -177,7 +194,9 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
     commit(east, group, {(topic_name, p): x for p, x in read_up_to.items()})
 
     copied = 35  # the replica stops at east offset 35 of each partition; east's end is 60
-    run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_records_per_batch=copied), spark=spark)
+    run_flow(
+        JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_records_per_batch=copied), spark=spark
+    )
     produce(west, topic_name, "w", 10, 2)  # west's own records after the copies (unread: delivered)
     synced = {r["partition"]: r for r in sync_group_offsets(cfg, e2w, groups=[group])}
     assert synced[0]["status"] == "exact" and synced[1]["status"] == "approximate", synced
@@ -186,12 +205,18 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
     lab.stop("east")
     try:
         summary = run_failover(FailoverRun(cfg, "east", "west", groups=group, dry_run=False))
-        rpo = {e["partition"]: e for e in summary["rpo"]["flows"]["east_to_west"]["partitions"] if e["topic"] == topic_name}
+        rpo = {
+            e["partition"]: e for e in summary["rpo"]["flows"]["east_to_west"]["partitions"] if e["topic"] == topic_name
+        }
         assert {p: (e["copied_up_to"], e["last_known_source_end"], e["missing_at_least"]) for p, e in rpo.items()} == {
-            0: (copied, 60, 25), 1: (copied, 60, 25)}, rpo
+            0: (copied, 60, 25),
+            1: (copied, 60, 25),
+        }, rpo
         moved = {g["partition"]: g for g in summary["consumer_groups"]}
         # the periodic sync had committed these positions already; the failover keeps them
-        assert all(g["committed"] or g["action"].startswith("already") for g in moved.values()), [(p, g["action"]) for p, g in moved.items()]
+        assert all(g["committed"] or g["action"].startswith("already") for g in moved.values()), [
+            (p, g["action"]) for p, g in moved.items()
+        ]
         assert {p: g["target_offset"] is not None for p, g in moved.items()} == {0: True, 1: True}
 
         resumed = _east_identities(_consume(west, group, topic_name, None))
@@ -202,7 +227,12 @@ def test_failover_when_replication_had_not_caught_up_misses_what_the_rpo_report_
         for p, x in read_up_to.items():
             seen_on_west = set(resumed.get(p, []))
             never_seen = [o for o in range(x, 60) if o not in seen_on_west]  # unread on east, absent on west
-            assert len(never_seen) == rpo[p]["missing_at_least"] - moved[p]["behind_records"], (p, never_seen, rpo[p], moved[p])
+            assert len(never_seen) == rpo[p]["missing_at_least"] - moved[p]["behind_records"], (
+                p,
+                never_seen,
+                rpo[p],
+                moved[p],
+            )
     finally:
         lab.start("east")
 
@@ -249,16 +279,31 @@ def test_failback_dag_dry_run_reports_and_changes_nothing(lab, lab_config, airfl
     produce_varied(west, topic_name, "w", 12, 2)
     cfg = load_config(isolated_config(lab, tmp_path, topic_name))
     before = read_state(cfg)
-    run = build_failback_dag(cfg).test(run_conf={"recovered_cluster": "east", "surviving_cluster": "west", "mode": "resync",
-                                                  "dry_run": True, "force": True})
+    run = build_failback_dag(cfg).test(
+        run_conf={
+            "recovered_cluster": "east",
+            "surviving_cluster": "west",
+            "mode": "resync",
+            "dry_run": True,
+            "force": True,
+        }
+    )
     assert str(run.state) == "success", _task_states(run)
     assert read_state(cfg) == before
     states = _task_states(run)
-    assert set(states) >= {"check_ready", "copy_until_caught_up", "data_quality_gate", "move_consumer_groups_back",
-                           "restart_flows", "summary"} and set(states.values()) == {"success"}, states
+    assert set(states) >= {
+        "check_ready",
+        "copy_until_caught_up",
+        "data_quality_gate",
+        "move_consumer_groups_back",
+        "restart_flows",
+        "summary",
+    } and set(states.values()) == {"success"}, states
 
     refused = build_failback_dag(cfg)
     for t in refused.tasks:
         t.retries = 0
-    run = refused.test(run_conf={"recovered_cluster": "east", "surviving_cluster": "west", "mode": "resync", "dry_run": True})
+    run = refused.test(
+        run_conf={"recovered_cluster": "east", "surviving_cluster": "west", "mode": "resync", "dry_run": True}
+    )
     assert str(run.state) == "failed" and _task_states(run)["check_ready"] == "failed"  # east is not recorded as failed

@@ -99,14 +99,22 @@ def test_failover_skips_no_unread_record_of_either_origin_and_counts_the_rereads
     commit(east, group, {(topic_name, p): x for p, x in read_up_to.items()})
     read_on_east = {p: set(identities([r for r in east_log[p] if r.offset < x], "east")) for p, x in read_up_to.items()}
     synced = {r["partition"]: r for r in sync_group_offsets(cfg, e2w, groups=[group])}
-    assert {p: (r["target_offset"], r["status"]) for p, r in synced.items()} == {0: (0, "exact"), 1: (9, "exact"), 2: (18, "exact")}
+    assert {p: (r["target_offset"], r["status"]) for p, r in synced.items()} == {
+        0: (0, "exact"),
+        1: (9, "exact"),
+        2: (18, "exact"),
+    }
     assert {p: r["reread"] for p, r in synced.items()} == {
-        0: {"east": 5, "west": 0}, 1: {"east": 4, "west": 0}, 2: {"east": 0, "west": 0}}
+        0: {"east": 5, "west": 0},
+        1: {"east": 4, "west": 0},
+        2: {"east": 0, "west": 0},
+    }
 
     summary = run_failover(FailoverRun(east_down(path, tmp_path), "east", "west", groups=group, dry_run=False))
     moved = {g["partition"]: g for g in summary["consumer_groups"]}
     assert {p: (g["target_offset"], g.get("reread")) for p, g in moved.items()} == {
-        p: (r["target_offset"], r["reread"]) for p, r in synced.items()}, moved
+        p: (r["target_offset"], r["reread"]) for p, r in synced.items()
+    }, moved
     assert "re-reads from there: 4 record(s) of east, 0 record(s) of west" in format_summary(summary)
     assert json.loads(json.dumps(summary))["consumer_groups"][1]["reread"] == {"east": 4, "west": 0}
 
@@ -119,7 +127,9 @@ def test_failover_skips_no_unread_record_of_either_origin_and_counts_the_rereads
         assert {o: sum(1 for i in again if i[0] == o) for o in ("east", "west")} == moved[p]["reread"], (p, again)
 
 
-def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_topics(lab, lab_config, spark, tmp_path, topic_name):
+def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_topics(
+    lab, lab_config, spark, tmp_path, topic_name
+):
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     for c in (east, west):
         ensure_topic(clients.admin(c), topic_name, partitions=2)
@@ -131,7 +141,9 @@ def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_t
     # east: 0-4 e, 5-9 W(w), 10 the commit marker of west_to_east's transaction. east_to_west
     # then copies up to 10 as a continuous flow does: its progress stops before the marker
     replicate(cfg, topic_name, "west_to_east")
-    run_flow(JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_records_per_batch=10), spark=spark)
+    run_flow(
+        JobOptions(config=str(path), flow="east_to_west", mode="incremental", max_records_per_batch=10), spark=spark
+    )
     c = clients.consumer(east, "kafka-dr-tests")
     assert [c.get_watermark_offsets(TopicPartition(topic_name, p), timeout=10)[1] for p in (0, 1)] == [11, 11]
     c.close()
@@ -139,16 +151,42 @@ def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_t
     commit(east, group, {(topic_name, p): 11 for p in (0, 1)})
 
     got = translate_group(cfg, e2w, group)
-    assert [(t.partition, t.status, t.target_offset, t.behind_records) for t in got] == [(0, "exact", 11, 0), (1, "exact", 11, 0)]
+    assert [(t.partition, t.status, t.target_offset, t.behind_records) for t in got] == [
+        (0, "exact", 11, 0),
+        (1, "exact", 11, 0),
+    ]
     live = rpo_report(FailoverRun(cfg, "east", "west"))["flows"]["east_to_west"]
-    assert [(e["topic"], e["partition"], e["missing_at_least"]) for e in live["partitions"]] == [(topic_name, 0, 0), (topic_name, 1, 0)]
+    assert [(e["topic"], e["partition"], e["missing_at_least"]) for e in live["partitions"]] == [
+        (topic_name, 0, 0),
+        (topic_name, 1, 0),
+    ]
     assert (live["status"], live["missing_records_at_least"]) == ("exact", 0)
 
     sync_group_offsets(cfg, e2w, groups=[group])
     # figures an earlier config with the same flow name left on west, for a topic this one does not select
     stale = f"stale.{topic_name[-6:]}"
-    produce_all(clients.producer(west), cfg.names.metrics_topic, [(b"east_to_west", json.dumps(
-        {"flow": "east_to_west", "topic": stale, "partition": 0, "target_topic": stale, "end": 100, "lag": 5}).encode(), [], None, 0)])
+    produce_all(
+        clients.producer(west),
+        cfg.names.metrics_topic,
+        [
+            (
+                b"east_to_west",
+                json.dumps(
+                    {
+                        "flow": "east_to_west",
+                        "topic": stale,
+                        "partition": 0,
+                        "target_topic": stale,
+                        "end": 100,
+                        "lag": 5,
+                    }
+                ).encode(),
+                [],
+                None,
+                0,
+            )
+        ],
+    )
     ensure_topic(clients.admin(west), stale, partitions=1)
     commit(west, cfg.names.progress_group("east_to_west"), {(stale, 0): 40})
 
@@ -156,9 +194,14 @@ def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_t
     dead = east_down(path, tmp_path)
     rpo = rpo_report(FailoverRun(dead, "east", "west"), failed_answers=False)
     flow = rpo["flows"]["east_to_west"]
-    assert [(e["topic"], e["partition"], e["missing_at_least"], e["unaccounted_offsets"], e["status"]) for e in flow["partitions"]] == [
-        (topic_name, 0, 0, 0, "approximate"), (topic_name, 1, 0, 0, "approximate")], flow
+    assert [
+        (e["topic"], e["partition"], e["missing_at_least"], e["unaccounted_offsets"], e["status"])
+        for e in flow["partitions"]
+    ] == [(topic_name, 0, 0, 0, "approximate"), (topic_name, 1, 0, 0, "approximate")], flow
     assert "east_to_west: at least 0 record(s) not replicated; RPO window" in format_summary(
-        {"failed": "east", "survivor": "west", "rpo": rpo})
+        {"failed": "east", "survivor": "west", "rpo": rpo}
+    )
     moved = move_consumer_groups(FailoverRun(dead, "east", "west", groups=group, dry_run=True))
-    assert [(g["partition"], g["status"], g["target_offset"]) for g in moved] == [(0, "exact", 11), (1, "exact", 11)], moved
+    assert [(g["partition"], g["status"], g["target_offset"]) for g in moved] == [(0, "exact", 11), (1, "exact", 11)], (
+        moved
+    )

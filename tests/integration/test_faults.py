@@ -108,6 +108,8 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
     and the job's start each clear it, move the progress up to the copies, and copy on: every
     record ends up on the target once, and the repaired progress is committed."""
     from confluent_kafka import Producer, TopicPartition
+    from test_replication import east_to_west_one_partition
+    from test_task_copier import _until_progress
 
     from kafka_dr.core.progress import encode_metadata
     from kafka_dr.kafka import clients
@@ -118,14 +120,15 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
     from kafka_wire import orphaned_progress_commit, transaction_verification
-    from test_replication import east_to_west_one_partition
-    from test_task_copier import _until_progress
 
     config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30)])
     group = cfg.names.progress_group(flow.name)
-    partition_id, task_id = cfg.names.transactional_id(flow.name, topic_name, 0), cfg.names.task_transactional_id(flow.name)
+    partition_id, task_id = (
+        cfg.names.transactional_id(flow.name, topic_name, 0),
+        cfg.names.task_transactional_id(flow.name),
+    )
 
     def lose_progress(txn_id: str, back_to: int, pending: int) -> None:
         """The committed progress set back to ``back_to`` and a pending commit of ``pending``."""
@@ -133,8 +136,9 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
         p.init_transactions(30)
         p.begin_transaction()
         meta = clients.consumer(west, group_id=group)
-        p.send_offsets_to_transaction([TopicPartition(topic_name, 0, back_to, encode_metadata(topic_name, 0))],
-                                      meta.consumer_group_metadata(), 30)
+        p.send_offsets_to_transaction(
+            [TopicPartition(topic_name, 0, back_to, encode_metadata(topic_name, 0))], meta.consumer_group_metadata(), 30
+        )
         p.commit_transaction(30)
         meta.close()
         orphaned_progress_commit(west.bootstrap_servers.split(",")[0], txn_id, group, topic_name, 0, pending)
@@ -155,7 +159,9 @@ def test_a_cleared_commit_whose_records_are_on_the_target_moves_progress_up_to_t
         lose_progress(task_id, 12, 20)
         tc = TaskCopier(cfg, flow)
         try:
-            [third] = tc.copy([RangeSpec(topic_name, 0, 20, OPEN, topic_name)], until=_until_progress(cfg, flow, topic_name, {0: 30}))
+            [third] = tc.copy(
+                [RangeSpec(topic_name, 0, 20, OPEN, topic_name)], until=_until_progress(cfg, flow, topic_name, {0: 30})
+            )
         finally:
             tc.close()
         produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30, 40)])
@@ -176,6 +182,8 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     out. It is recreated twice, with an offset that would skip records if it ever counted:
     the copier clears it by itself and copies on, and so does the job's start
     (``initialOffset``). Every record ends up on the target once."""
+    from test_replication import east_to_west_one_partition
+
     from kafka_dr.kafka import clients
     from kafka_dr.kafka.copier import RangeCopier
     from kafka_dr.kafka.copy_spec import RangeSpec
@@ -183,7 +191,6 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     from kafka_dr.kafka.writing import produce_all
     from kafka_dr.spark.source import ReplicationStreamReader
     from kafka_wire import orphaned_progress_commit, transaction_verification
-    from test_replication import east_to_west_one_partition
 
     config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
@@ -192,8 +199,14 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     admin = clients.admin(west)
 
     def orphan(offset: int) -> None:
-        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], cfg.names.transactional_id(flow.name, topic_name, 0),
-                                 cfg.names.progress_group(flow.name), topic_name, 0, offset)
+        orphaned_progress_commit(
+            west.bootstrap_servers.split(",")[0],
+            cfg.names.transactional_id(flow.name, topic_name, 0),
+            cfg.names.progress_group(flow.name),
+            topic_name,
+            0,
+            offset,
+        )
         with pytest.raises(ProgressUnstable, match=rf"{topic_name}\[0\]"):
             read_committed_progress(cfg, flow, [(topic_name, 0)], timeout=5)
 
@@ -209,6 +222,12 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     finally:
         transaction_verification(admin, None)
         copier.close()
-    assert (first.written, second.start, second.written, planned[topic_name]["0"], third.written) == (10, 10, 10, 20, 10)
+    assert (first.written, second.start, second.written, planned[topic_name]["0"], third.written) == (
+        10,
+        10,
+        10,
+        20,
+        10,
+    )
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(30)]
     assert read_committed_progress(cfg, flow, [(topic_name, 0)])[(topic_name, 0)]["next_offset"] == 30

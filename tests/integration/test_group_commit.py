@@ -13,6 +13,7 @@ import threading
 import time
 
 import pytest
+from test_replication import east_to_west_one_partition
 
 from kafka_checks import read_topic
 from kafka_dr.kafka import clients
@@ -21,7 +22,6 @@ from kafka_dr.kafka.copy_spec import OPEN, RangeSpec
 from kafka_dr.kafka.copy_tuning import CopyTuning
 from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.writing import produce_all
-from test_replication import east_to_west_one_partition
 
 pytestmark = [pytest.mark.lab]
 
@@ -39,7 +39,9 @@ def test_open_range_commits_each_burst_once_it_has_caught_up(lab, tmp_path, topi
         started.wait(120)
         producer = clients.producer(east)
         for b in range(BURSTS):
-            produce_all(producer, topic_name, [(b"k", b"v%d" % (b * PER_BURST + i), [], None, 0) for i in range(PER_BURST)])
+            produce_all(
+                producer, topic_name, [(b"k", b"v%d" % (b * PER_BURST + i), [], None, 0) for i in range(PER_BURST)]
+            )
             time.sleep(2.0)  # far apart enough that a loaded machine still reads each burst alone
 
     committed: list[int] = []
@@ -52,9 +54,11 @@ def test_open_range_commits_each_burst_once_it_has_caught_up(lab, tmp_path, topi
     writer = threading.Thread(target=bursts, daemon=True)
     writer.start()
     try:
-        result = copier.copy(RangeSpec(topic_name, 0, 0, OPEN, topic_name),
-                             until=lambda: bool(committed) and committed[-1] >= total,
-                             on_commit=on_commit)
+        result = copier.copy(
+            RangeSpec(topic_name, 0, 0, OPEN, topic_name),
+            until=lambda: bool(committed) and committed[-1] >= total,
+            on_commit=on_commit,
+        )
     finally:
         copier.close()
         writer.join(30)

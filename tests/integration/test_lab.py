@@ -81,7 +81,9 @@ def test_stop_and_start_one_cluster_keeps_its_data(lab, lab_config, topic_name):
     status = {s.name: s for s in lab.status()}
     assert not status["east"].running and status["east"].pid is None
     assert status["west"].answering, "stopping east must not touch west"
-    cli = subprocess.run([KAFKA_DR, "lab", "--dir", str(lab.root), "status"], capture_output=True, text=True, timeout=60)
+    cli = subprocess.run(
+        [KAFKA_DR, "lab", "--dir", str(lab.root), "status"], capture_output=True, text=True, timeout=60
+    )
     assert cli.returncode == 1 and "stopped" in cli.stdout
 
     lab.start("east")
@@ -105,7 +107,9 @@ def test_down_wipe_leaves_nothing_running(tmp_path):
     lab.up(count=1, base_port=int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092")) + 1000)
     pid = lab.status()[0].pid
     assert pid and Path(f"/proc/{pid}").exists()
-    out = subprocess.run([KAFKA_DR, "lab", "--dir", str(lab.root), "down", "--wipe"], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [KAFKA_DR, "lab", "--dir", str(lab.root), "down", "--wipe"], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     assert not lab.root.exists()

@@ -20,6 +20,8 @@ import uuid
 
 import pytest
 from confluent_kafka import TopicPartition
+from test_offset_translation import commit, expected_target, west_end, west_view
+from test_replication import flow_config
 
 from kafka_checks import read_topic
 from kafka_dr.bench.mm2 import MirrorMaker2, Mm2Settings, decode_checkpoint, wait_running
@@ -30,8 +32,6 @@ from kafka_dr.kafka.copy_spec import RangeSpec
 from kafka_dr.kafka.offset_translation import translate_group
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
-from test_offset_translation import commit, expected_target, west_end, west_view
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -43,7 +43,9 @@ GROUPS = {"a": [0, 137, 999, 1000], "b": [1, 250, 333, 777], "c": [42, 101, 501,
 def _end_sum(cluster, topic: str) -> int:
     c = clients.consumer(cluster, "kafka-dr-tests")
     try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in range(PARTITIONS))
+        return sum(
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in range(PARTITIONS)
+        )
     except Exception:  # noqa: BLE001 - not created yet
         return 0
     finally:
@@ -79,7 +81,11 @@ def _rereads(view_p: list[tuple[int, int | None]], translated: int, exact: int) 
 def test_rereads_after_failover_ours_vs_mm2_checkpoints(lab, lab_config, tmp_path, topic_name):
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     ensure_topic(clients.admin(east), topic_name, partitions=PARTITIONS)
-    rows = [(f"k{i}".encode(), f"{p}:{i}:payload".encode(), [("app", b"t")], None, p) for i in range(PER_PARTITION) for p in range(PARTITIONS)]
+    rows = [
+        (f"k{i}".encode(), f"{p}:{i}:payload".encode(), [("app", b"t")], None, p)
+        for i in range(PER_PARTITION)
+        for p in range(PARTITIONS)
+    ]
     produce_all(clients.producer(east), topic_name, rows)
 
     # ours: the copy engine a Spark task runs, driven directly (what it writes, records,
@@ -100,14 +106,18 @@ def test_rereads_after_failover_ours_vs_mm2_checkpoints(lab, lab_config, tmp_pat
     groups = {g: f"app-{g}-{uuid.uuid4().hex[:6]}" for g in GROUPS}
     with MirrorMaker2(tmp_path / "mm2", east, west, topic_name.replace(".", r"\."), settings) as mm:
         remote = mm.remote_topic(topic_name)
-        wait_running(mm, lambda: _end_sum(west, remote) >= PARTITIONS * PER_PARTITION, 300, f"full copy of {topic_name}")
+        wait_running(
+            mm, lambda: _end_sum(west, remote) >= PARTITIONS * PER_PARTITION, 300, f"full copy of {topic_name}"
+        )
         for g, offsets in GROUPS.items():
             commit(east, groups[g], {(topic_name, p): x for p, x in enumerate(offsets)})
         wanted = {(groups[g], remote, p) for g in GROUPS for p in range(PARTITIONS)}
         seen: dict = {}
 
         def all_checkpointed() -> bool:
-            seen.update(_mm2_checkpoints(west, mm.checkpoints_topic) if _end_sum_any(west, mm.checkpoints_topic) else {})
+            seen.update(
+                _mm2_checkpoints(west, mm.checkpoints_topic) if _end_sum_any(west, mm.checkpoints_topic) else {}
+            )
             return wanted <= {k for k, cp in seen.items() if cp.upstream_offset == GROUPS[_g(groups, k[0])][k[2]]}
 
         wait_running(mm, all_checkpointed, 180, "checkpoints for every committed partition")
@@ -124,10 +134,24 @@ def test_rereads_after_failover_ours_vs_mm2_checkpoints(lab, lab_config, tmp_pat
             exact_mm2 = next((t for t, o in mm2_view[p] if o >= x), mm2_view[p][-1][0] + 1)
             cp = seen[(groups[g], remote, p)]
             m_reread, m_skip = _rereads(mm2_view[p], cp.downstream_offset, exact_mm2)
-            report.append({"group": g, "partition": p, "committed": x, "ours_target": ours[p].target_offset, "ours_exact": exact_ours,
-                           "ours_rereads": o_reread, "ours_skips": o_skip, "mm2_target": cp.downstream_offset, "mm2_exact": exact_mm2,
-                           "mm2_rereads": m_reread, "mm2_skips": m_skip})
-            table.append(f"{g:<6}{p:>4}{x:>10}{ours[p].target_offset:>8}{o_reread:>8}{o_skip:>6}{cp.downstream_offset:>8}{m_reread:>8}{m_skip:>6}")
+            report.append(
+                {
+                    "group": g,
+                    "partition": p,
+                    "committed": x,
+                    "ours_target": ours[p].target_offset,
+                    "ours_exact": exact_ours,
+                    "ours_rereads": o_reread,
+                    "ours_skips": o_skip,
+                    "mm2_target": cp.downstream_offset,
+                    "mm2_exact": exact_mm2,
+                    "mm2_rereads": m_reread,
+                    "mm2_skips": m_skip,
+                }
+            )
+            table.append(
+                f"{g:<6}{p:>4}{x:>10}{ours[p].target_offset:>8}{o_reread:>8}{o_skip:>6}{cp.downstream_offset:>8}{m_reread:>8}{m_skip:>6}"
+            )
     print("\ngroup  part committed  ours@  reread  skip   mm2@  reread  skip")
     print("\n".join(table))
     totals = {k: sum(r[k] for r in report) for k in ("ours_rereads", "ours_skips", "mm2_rereads", "mm2_skips")}

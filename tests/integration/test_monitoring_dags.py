@@ -7,6 +7,8 @@ import time
 
 import pytest
 import yaml
+from test_dag_runs import _task_states
+from test_replication import flow_config
 
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.airflow.env import connection_env
@@ -16,8 +18,6 @@ from kafka_dr.kafka.heartbeats import emit
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.spark.job import JobOptions, run_flow
 from receivers import SmtpReceiver, WebhookReceiver
-from test_dag_runs import _task_states
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 
@@ -46,7 +46,7 @@ def test_replication_dag_runs_the_spark_job(lab, lab_config, airflow_db, tmp_pat
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
 
 
-def _heartbeat_config(lab, tmp_path, name: str, **top) -> "object":
+def _heartbeat_config(lab, tmp_path, name: str, **top) -> object:
     doc = yaml.safe_load(lab.config_file.read_text())
     for f in doc["flows"]:
         f["topics"] = {"allow": ["no-data-topics-in-this-test"]}  # heartbeats still flow
@@ -60,7 +60,10 @@ def test_heartbeats_measure_latency_and_alert_when_a_flow_stops(lab, airflow_db,
     from kafka_dr.airflow.heartbeat_dag import build_heartbeat_dag, measure_flows
 
     hook, smtp = receivers
-    alerts = {"webhook": {"url": hook.url}, "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "to": ["oncall@example.com"]}}
+    alerts = {
+        "webhook": {"url": hook.url},
+        "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp.port, "to": ["oncall@example.com"]},
+    }
     path = _heartbeat_config(lab, tmp_path, "hb.yaml", alerts=alerts, thresholds={"heartbeat_max_age_seconds": 60})
     cfg = load_config(path)
 
@@ -75,13 +78,17 @@ def test_heartbeats_measure_latency_and_alert_when_a_flow_stops(lab, airflow_db,
         assert f["status"] == "ok" and 0 <= f["age_seconds"] < 60 and f["loops"] == 0, f
         # heartbeats arrive, yet the flows copy no data: warned of, not failed
         (warning,) = f["warnings"]
-        assert warning.startswith(f"flow {name} selects no topics on {name.split('_')[0]} (allow ['no-data-topics-in-this-test'])")
+        assert warning.startswith(
+            f"flow {name} selects no topics on {name.split('_')[0]} (allow ['no-data-topics-in-this-test'])"
+        )
     run = build_heartbeat_dag(cfg).test()
     assert str(run.state) == "success", _task_states(run)
     assert hook.received == [] and smtp.messages == []
 
     # the flows stop (nothing replicates any more): with a 2 s threshold the run fails and alerts
-    strict = load_config(_heartbeat_config(lab, tmp_path, "hb-strict.yaml", alerts=alerts, thresholds={"heartbeat_max_age_seconds": 2}))
+    strict = load_config(
+        _heartbeat_config(lab, tmp_path, "hb-strict.yaml", alerts=alerts, thresholds={"heartbeat_max_age_seconds": 2})
+    )
     time.sleep(3)
     dag = build_heartbeat_dag(strict)
     for t in dag.tasks:

@@ -14,6 +14,7 @@ import sys
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
+from test_replication import flow_config
 
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
@@ -21,7 +22,6 @@ from kafka_dr.kafka.planner import FlowPlanner
 from kafka_dr.kafka.progress_store import last_copied_offset
 from kafka_dr.kafka.topic_admin import create_topics, wait_until_served
 from kafka_dr.kafka.topics import ensure_topic
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab]
 

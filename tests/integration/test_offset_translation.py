@@ -37,8 +37,10 @@ def replicate(config, spark) -> None:
 def produce(cluster, topic: str, tag: str, n: int, partitions: int, compactable: bool = False) -> None:
     """``n`` records; ``compactable``: every third key is unique, the others alternate between two
     keys, so compaction leaves gaps all along the partition."""
+
     def key(i):
         return f"{tag}-u{i}" if not compactable or i % 3 == 0 else f"{tag}-dup{i % 2}"
+
     rows = [(key(i).encode(), f"{tag}-{i}".encode(), [("app", tag.encode())], None, i % partitions) for i in range(n)]
     produce_all(clients.producer(cluster), topic, rows)
 
@@ -100,13 +102,13 @@ def test_translation_with_interleaved_local_records_and_replica_behind(lab, lab_
     cfg = load_config(config)
     flow = next(f for f in cfg.flows if f.name == "east_to_west")
 
-    produce(west, topic_name, "west-a", 6, 2)      # local records first: X=0 must skip them
+    produce(west, topic_name, "west-a", 6, 2)  # local records first: X=0 must skip them
     produce(east, topic_name, "east-a", 80, 2)
     replicate(config, spark)
-    produce(west, topic_name, "west-b", 20, 2)     # interleaved local records
+    produce(west, topic_name, "west-b", 20, 2)  # interleaved local records
     produce(east, topic_name, "east-b", 80, 2)
     replicate(config, spark)
-    produce(west, topic_name, "west-c", 10, 2)     # local records after the last replicated one
+    produce(west, topic_name, "west-c", 10, 2)  # local records after the last replicated one
     view = west_view(west, topic_name)
     assert [o for _, o in view[0] if o is not None] == list(range(80))
 
@@ -120,7 +122,9 @@ def test_translation_with_interleaved_local_records_and_replica_behind(lab, lab_
     # the west-a records (west 0..2) never reached east, so the group never read them: it
     # resumes before them, and on partition 1 reads east-a's 40 copies again
     assert [(p, t.status, t.target_offset, t.reread) for p, t in sorted(got.items())] == [
-        (0, EXACT, 0, {"east": 0, "west": 0}), (1, EXACT, 0, {"east": 40, "west": 0})]
+        (0, EXACT, 0, {"east": 0, "west": 0}),
+        (1, EXACT, 0, {"east": 40, "west": 0}),
+    ]
 
     # single offsets across the interleaving; the record at the answer is the first >= X
     for x in (1, 39, 40, 41, 79):
@@ -141,15 +145,27 @@ def test_translation_with_interleaved_local_records_and_replica_behind(lab, lab_
 
     # with the group's offsets given (source down): same answers
     again = translate_group(cfg, flow, group, source_offsets={(topic_name, 0): 0, (topic_name, 1): 40})
-    assert [(t.partition, t.target_offset, t.status) for t in again] == [(0, got[0].target_offset, EXACT), (1, got[1].target_offset, EXACT)]
+    assert [(t.partition, t.target_offset, t.status) for t in again] == [
+        (0, got[0].target_offset, EXACT),
+        (1, got[1].target_offset, EXACT),
+    ]
 
 
 def compacted_on_east(east, west, topic: str) -> list[int]:
     """A one-partition topic on east that the log cleaner has compacted (offsets with gaps all
     along); west's copy is compacted too, but not within a test (default segment.ms), so
     expected answers come from a view that cannot change under them. Returns east's offsets."""
-    ensure_topic(clients.admin(east), topic, partitions=1, config={
-        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000"})
+    ensure_topic(
+        clients.admin(east),
+        topic,
+        partitions=1,
+        config={
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "3600000",
+        },
+    )
     ensure_topic(clients.admin(west), topic, partitions=1, config={"cleanup.policy": "compact"})
     produce(east, topic, "e", 200, 1, compactable=True)
     deadline = time.monotonic() + 120
@@ -180,8 +196,9 @@ def test_translation_on_a_compacted_topic(lab, lab_config, spark, tmp_path, topi
         assert_exact(tr, view, 0, x)
 
 
-def test_offset_sync_dag_commits_on_the_target_never_backwards_and_not_for_active_groups(lab, lab_config, spark, airflow_db, tmp_path,
-                                                                                         topic_name):
+def test_offset_sync_dag_commits_on_the_target_never_backwards_and_not_for_active_groups(
+    lab, lab_config, spark, airflow_db, tmp_path, topic_name
+):
     from test_dag_runs import _task_states
 
     from kafka_dr.airflow.offset_sync_dag import build_offset_sync_dag
@@ -248,7 +265,9 @@ def test_offset_sync_dag_commits_on_the_target_never_backwards_and_not_for_activ
     assert synced == {(topic_name, 0): 7, (topic_name, 1): 38}
     got = translate_group(cfg_dead, flow_dead, app, source_offsets=synced)
     assert [(t.partition, t.status, t.target_offset) for t in got] == [
-        (0, EXACT, expected_target(view, 0, 7)[0]), (1, EXACT, expected_target(view, 1, 38)[0])]
+        (0, EXACT, expected_target(view, 0, 7)[0]),
+        (1, EXACT, expected_target(view, 1, 38)[0]),
+    ]
 
 
 def test_timestamp_fallback_without_provenance(lab, lab_config, tmp_path, topic_name):
@@ -264,7 +283,7 @@ def test_timestamp_fallback_without_provenance(lab, lab_config, tmp_path, topic_
     flow = next(f for f in cfg.flows if f.name == "east_to_west")
     tr = translate_offset(cfg, flow, topic_name, 0, 40, margin_seconds=0)
     assert (tr.status, tr.target_offset) == (APPROXIMATE, 45) and "approximate" in tr.reason
-    tr = translate_offset(cfg, flow, topic_name, 0, 40, margin_seconds=10)   # 10 records within the margin
+    tr = translate_offset(cfg, flow, topic_name, 0, 40, margin_seconds=10)  # 10 records within the margin
     assert (tr.status, tr.target_offset) == (APPROXIMATE, 35)
-    tr = translate_offset(cfg, flow, topic_name, 0, 40)                      # config default: 60 s
+    tr = translate_offset(cfg, flow, topic_name, 0, 40)  # config default: 60 s
     assert tr.target_offset == 5 and tr.status == APPROXIMATE

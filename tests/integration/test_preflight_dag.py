@@ -6,11 +6,11 @@ import uuid
 
 import pytest
 import yaml
+from test_replication import flow_config
 
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 
@@ -39,7 +39,11 @@ def _dag_state(cfg) -> tuple[str, str]:
         t.retries = 0
     run = dag.test()
     with create_session() as session:
-        (ti,) = session.query(TaskInstance).filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id).all()
+        (ti,) = (
+            session.query(TaskInstance)
+            .filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
+            .all()
+        )
         return str(run.state), str(ti.state)
 
 
@@ -89,7 +93,9 @@ def test_config_parity_violation_named_and_exclusions_silence_it(lab, lab_config
     uid = uuid.uuid4().hex[:6]
     topic, other = f"pf.{uid}.ledger", f"pf.{uid}.audit"
     ensure_topic(clients.admin(lab_config.cluster("east")), topic, 3, {"cleanup.policy": "compact"})
-    ensure_topic(clients.admin(lab_config.cluster("west")), topic, 2)  # cleanup.policy=delete (default), fewer partitions
+    ensure_topic(
+        clients.admin(lab_config.cluster("west")), topic, 2
+    )  # cleanup.policy=delete (default), fewer partitions
     for c in ("east", "west"):
         ensure_topic(clients.admin(lab_config.cluster(c)), other, 1)
     cfg = _config(lab, tmp_path, [rf"pf\.{uid}\..*"])
@@ -115,17 +121,24 @@ def test_a_flow_that_selects_no_topic_is_a_warning_in_the_preflight_and_the_job(
 
     logging.getLogger().addHandler(caplog.handler)  # importing Airflow reconfigured logging without pytest's handler
     cfg = _config(lab, tmp_path, ["nothing-matches-.*"])
-    e2w = ("flow east_to_west selects no topics on east (allow ['nothing-matches-.*']): it copies only heartbeats; "
-           "check topics.allow, or create the topics")
+    e2w = (
+        "flow east_to_west selects no topics on east (allow ['nothing-matches-.*']): it copies only heartbeats; "
+        "check topics.allow, or create the topics"
+    )
     with caplog.at_level(logging.WARNING):
         result = preflight_or_fail(cfg)
     assert result["status"] == "ok"
-    assert [(w["flow"], w["source"]) for w in result["warnings"]] == [("east_to_west", "east"), ("west_to_east", "west")]
+    assert [(w["flow"], w["source"]) for w in result["warnings"]] == [
+        ("east_to_west", "east"),
+        ("west_to_east", "west"),
+    ]
     assert f"; 2 warning(s): {e2w}; flow west_to_east selects no topics on west" in result["summary"]
     assert f"pre-flight warning: {e2w}" in caplog.messages
 
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        summary = run_flow(JobOptions(config=str(tmp_path / "kafka-dr.yaml"), flow="east_to_west", mode="incremental"), spark=spark)
+        summary = run_flow(
+            JobOptions(config=str(tmp_path / "kafka-dr.yaml"), flow="east_to_west", mode="incremental"), spark=spark
+        )
     assert summary.stopped_by == "completed" and summary.restarts == 0
     assert summary.warnings == [e2w] and caplog.messages.count(e2w) == 1

@@ -15,6 +15,9 @@ import time
 import pytest
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+from test_bad_input import _big_source_topic
+from test_replication import flow_config
+from test_task_copier import _until_progress
 
 from kafka_checks import check_replica, read_sent, read_topic
 from kafka_dr.core.config_load import load_config
@@ -28,9 +31,6 @@ from kafka_dr.kafka.task_copier import TaskCopier
 from kafka_dr.kafka.topic_admin import describe_topic_configs
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
-from test_bad_input import _big_source_topic
-from test_replication import flow_config
-from test_task_copier import _until_progress
 
 pytestmark = [pytest.mark.lab]
 
@@ -72,7 +72,9 @@ def test_a_record_is_taken_alone_up_to_its_own_batch_size_and_refused_a_byte_abo
         ensure_topic(clients.admin(west), topic, partitions=1, config={"max.message.bytes": str(limit)})
         errors: list = []
         p = clients.producer(west, **{"compression.type": "none"})
-        p.produce(topic, key=key, value=value, headers=headers, partition=0, on_delivery=lambda err, _msg: errors.append(err))
+        p.produce(
+            topic, key=key, value=value, headers=headers, partition=0, on_delivery=lambda err, _msg: errors.append(err)
+        )
         assert p.flush(30) == 0
         answers[limit] = errors[0] and errors[0].code()
     assert own_batch_bytes(key, value, headers) == 5084
@@ -85,16 +87,25 @@ def test_a_record_above_the_limit_is_named_and_nothing_after_the_committed_point
     copier = RangeCopier(cfg, flow)
     try:
         assert copier.copy(RangeSpec(topic_name, 0, 0, 3, topic_name)).written == 3
-        with pytest.raises(RecordRejected, match=rf"refused east/{re.escape(topic_name)}\[0\]@5 .*max\.message\.bytes of {SMALL_LIMIT}"):
+        with pytest.raises(
+            RecordRejected, match=rf"refused east/{re.escape(topic_name)}\[0\]@5 .*max\.message\.bytes of {SMALL_LIMIT}"
+        ):
             copier.copy(RangeSpec(topic_name, 0, 3, 10, topic_name))
     finally:
         copier.close()
-    check_replica("west", read_topic(west, topic_name), [s for s in read_sent(east, topic_name) if s.offset < 3], source_topic=topic_name)
+    check_replica(
+        "west",
+        read_topic(west, topic_name),
+        [s for s in read_sent(east, topic_name) if s.offset < 3],
+        source_topic=topic_name,
+    )
     assert read_committed_progress(cfg, flow, [(topic_name, 0)])[(topic_name, 0)]["next_offset"] == 3
 
 
 def test_with_a_dead_letter_topic_only_the_record_above_the_limit_is_set_aside(lab, tmp_path, topic_name):
-    cfg, flow = _setup(lab, tmp_path, topic_name, SMALL_LIMIT, _rows({5: _random(BIG, 5)}, 10), dead_letter_topic=f"{topic_name}.dlq")
+    cfg, flow = _setup(
+        lab, tmp_path, topic_name, SMALL_LIMIT, _rows({5: _random(BIG, 5)}, 10), dead_letter_topic=f"{topic_name}.dlq"
+    )
     east, west = cfg.cluster("east"), cfg.cluster("west")
     copier = RangeCopier(cfg, flow)
     try:
@@ -102,10 +113,17 @@ def test_with_a_dead_letter_topic_only_the_record_above_the_limit_is_set_aside(l
     finally:
         copier.close()
     assert (result.read, result.written, result.dead_lettered) == (10, 9, 1)
-    check_replica("west", read_topic(west, topic_name), [s for s in read_sent(east, topic_name) if s.offset != 5], source_topic=topic_name)
+    check_replica(
+        "west",
+        read_topic(west, topic_name),
+        [s for s in read_sent(east, topic_name) if s.offset != 5],
+        source_topic=topic_name,
+    )
     dlq = read_topic(west, f"{topic_name}.dlq")
     assert [dict(r.headers)["dr.dlq.source"] for r in dlq] == [f"east/{topic_name}[0]@5".encode()]
-    assert dlq[0].key == b"k5" and dlq[0].value is None and dict(dlq[0].headers)["dr.dlq.value.bytes"] == str(BIG).encode()
+    assert (
+        dlq[0].key == b"k5" and dlq[0].value is None and dict(dlq[0].headers)["dr.dlq.value.bytes"] == str(BIG).encode()
+    )
 
 
 #: 12 records of 120 KiB: each fits a limit of 200,000 bytes on its own, two together do not
@@ -129,7 +147,9 @@ def test_a_streaming_task_copies_records_that_each_fit_the_limit(lab, tmp_path, 
     east, west = cfg.cluster("east"), cfg.cluster("west")
     copier = TaskCopier(cfg, flow)
     try:
-        results = copier.copy([RangeSpec(topic_name, 0, 0, OPEN, topic_name)], until=_until_progress(cfg, flow, topic_name, {0: 12}))
+        results = copier.copy(
+            [RangeSpec(topic_name, 0, 0, OPEN, topic_name)], until=_until_progress(cfg, flow, topic_name, {0: 12})
+        )
     finally:
         copier.close()
     assert (results[0].written, results[0].dead_lettered) == (12, 0)
@@ -148,20 +168,37 @@ def test_a_limit_lowered_while_copying_sets_aside_only_the_record_above_it(lab, 
     try:
         assert copier.copy(RangeSpec(topic_name, 0, 0, 5, topic_name)).written == 5
         _set_limit(west, topic_name, SMALL_LIMIT)
-        produce_all(clients.producer(east), topic_name, _rows({6: _random(15_000, 6), 7: _random(15_000, 7), 10: _random(BIG, 10),
-                                                               11: _random(15_000, 11)}, 10, first=5))
+        produce_all(
+            clients.producer(east),
+            topic_name,
+            _rows(
+                {6: _random(15_000, 6), 7: _random(15_000, 7), 10: _random(BIG, 10), 11: _random(15_000, 11)},
+                10,
+                first=5,
+            ),
+        )
         result = copier.copy(RangeSpec(topic_name, 0, 5, 15, topic_name))
     finally:
         copier.close()
     assert (result.written, result.dead_lettered) == (9, 1)
-    check_replica("west", read_topic(west, topic_name), [s for s in read_sent(east, topic_name) if s.offset != 10], source_topic=topic_name)
-    assert [dict(r.headers)["dr.dlq.source"] for r in read_topic(west, f"{topic_name}.dlq")] == [f"east/{topic_name}[0]@10".encode()]
+    check_replica(
+        "west",
+        read_topic(west, topic_name),
+        [s for s in read_sent(east, topic_name) if s.offset != 10],
+        source_topic=topic_name,
+    )
+    assert [dict(r.headers)["dr.dlq.source"] for r in read_topic(west, f"{topic_name}.dlq")] == [
+        f"east/{topic_name}[0]@10".encode()
+    ]
 
 
 def _set_limit(cluster, topic: str, limit: int) -> None:
     admin = clients.admin(cluster)  # referenced until its futures complete
-    res = ConfigResource(ConfigResource.Type.TOPIC, topic,
-                         incremental_configs=[ConfigEntry("max.message.bytes", str(limit), incremental_operation=AlterConfigOpType.SET)])
+    res = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[ConfigEntry("max.message.bytes", str(limit), incremental_operation=AlterConfigOpType.SET)],
+    )
     for fut in admin.incremental_alter_configs([res]).values():
         fut.result(timeout=30)
     deadline = time.monotonic() + 30

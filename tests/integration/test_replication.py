@@ -117,7 +117,15 @@ def test_prefix_policy_remote_topics_never_come_back(lab, lab_config, spark, tmp
     check_replica("west", read_topic(west, topic_name), sent_w)
     for c in (east, west):
         names = set(clients.admin(c).list_topics(timeout=10).topics)
-        assert not {f"west.east.{topic_name}", f"east.west.{topic_name}", f"east.east.{topic_name}", f"west.west.{topic_name}"} & names
+        assert (
+            not {
+                f"west.east.{topic_name}",
+                f"east.west.{topic_name}",
+                f"east.east.{topic_name}",
+                f"west.west.{topic_name}",
+            }
+            & names
+        )
 
 
 def test_copy_flags_over_three_clusters(lab3, spark, tmp_path, topic_name):
@@ -147,7 +155,13 @@ def test_new_topic_replicated_without_restart(lab, lab_config, spark, tmp_path, 
 
     def run():
         result["summary"] = run_flow(
-            JobOptions(config=str(config), flow="east_to_west", mode="continuous", stop_file=str(stop_file), max_duration_seconds=240),
+            JobOptions(
+                config=str(config),
+                flow="east_to_west",
+                mode="continuous",
+                stop_file=str(stop_file),
+                max_duration_seconds=240,
+            ),
             spark=spark,
         )
 
@@ -182,8 +196,17 @@ def test_a_quiet_source_keeps_its_continuous_flow_running_batches(lab, lab_confi
     config = flow_config(lab, tmp_path, [topic_name])
     ensure_topic(clients.admin(east), topic_name, partitions=2)
     produce_all(clients.producer(east), topic_name, [(b"k%d" % i, b"v%d" % i, [], None, i % 2) for i in range(20)])
-    summary = run_flow(JobOptions(config=str(config), flow="east_to_west", mode="continuous", task_seconds=2, trigger_seconds=0.5,
-                                  max_duration_seconds=16), spark=spark)
+    summary = run_flow(
+        JobOptions(
+            config=str(config),
+            flow="east_to_west",
+            mode="continuous",
+            task_seconds=2,
+            trigger_seconds=0.5,
+            max_duration_seconds=16,
+        ),
+        spark=spark,
+    )
     assert summary.restarts == 0 and summary.written_by_topic.get(topic_name) == 20
     assert summary.batches >= 4, summary
     assert sorted(r.value for r in read_topic(west, topic_name)) == sorted(b"v%d" % i for i in range(20))
@@ -193,9 +216,19 @@ def test_compacted_topic_with_offset_gaps_and_topic_configs(lab, lab_config, spa
     """A compacted source (offsets with gaps, tombstones) copies exactly what a reader sees;
     the created target topic carries the source's replicable configs, not the excluded ones."""
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
-    ensure_topic(clients.admin(east), topic_name, partitions=1, config={
-        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01",
-        "delete.retention.ms": "3600000", "retention.ms": "86400000", "min.insync.replicas": "1"})
+    ensure_topic(
+        clients.admin(east),
+        topic_name,
+        partitions=1,
+        config={
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "3600000",
+            "retention.ms": "86400000",
+            "min.insync.replicas": "1",
+        },
+    )
     rows = [(b"k%d" % (i % 10), b"v%d" % i, [], None, 0) for i in range(200)] + [(b"k3", None, [], None, 0)]
     produce_all(clients.producer(east), topic_name, rows)
     deadline = time.monotonic() + 120
@@ -223,7 +256,9 @@ def test_compacted_topic_with_offset_gaps_and_topic_configs(lab, lab_config, spa
     for r, o in zip(copied, copied_ids):
         if o in by_offset:
             assert (r.key, r.value, r.timestamp_ms) == (by_offset[o].key, by_offset[o].value, by_offset[o].timestamp_ms)
-    assert set(copied_ids) <= set(range(201 + 60)) and set(copied_ids).isdisjoint(set(range(0, 100))), "copied records the source had compacted away"
+    assert set(copied_ids) <= set(range(201 + 60)) and set(copied_ids).isdisjoint(set(range(0, 100))), (
+        "copied records the source had compacted away"
+    )
 
     from confluent_kafka.admin import ConfigResource
 
@@ -258,15 +293,21 @@ def test_records_deleted_before_the_first_run_are_reported_once(lab, lab_config,
 
     with caplog.at_level(logging.WARNING, logger="kafka_dr.replicate"):
         first = run_flow(job, spark=spark)
-    line = (f"flow east_to_west: 4 record(s) of east/{topic_name}[0] (offsets 0..3) were deleted on the source before they "
-            f"were replicated (counted in lost_to_retention)")
+    line = (
+        f"flow east_to_west: 4 record(s) of east/{topic_name}[0] (offsets 0..3) were deleted on the source before they "
+        f"were replicated (counted in lost_to_retention)"
+    )
     assert first.stopped_by == "completed" and first.restarts == 0
     assert (first.written_by_topic[topic_name], first.lost_to_retention) == (6, 4)
     assert line in first.warnings and line in caplog.messages
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(4, 10)]
     mtopic = lab_config.names.metrics_topic
     rows = [json.loads(r.value) for r in read_topic(west, mtopic) if r.key == b"east_to_west"]
-    mine = [(r["start"], r["written"], r["lost_to_retention"], r["lost_first"], r["lost_last"]) for r in rows if r["topic"] == topic_name]
+    mine = [
+        (r["start"], r["written"], r["lost_to_retention"], r["lost_first"], r["lost_last"])
+        for r in rows
+        if r["topic"] == topic_name
+    ]
     assert mine == [(4, 6, 4, 0, 3)]
 
     caplog.clear()

@@ -25,14 +25,18 @@ from kafka_dr.kafka.writing import produce_all
 pytestmark = [pytest.mark.lab]
 
 ORDER_V1 = '{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"}]}'
-ORDER_V2 = ('{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"},'
-            '{"name":"note","type":["null","string"],"default":null}]}')
+ORDER_V2 = (
+    '{"type":"record","name":"Order","namespace":"shop","fields":[{"name":"id","type":"long"},'
+    '{"name":"note","type":["null","string"],"default":null}]}'
+)
 COMMON_PROTO = 'syntax = "proto3";\npackage shop;\nmessage Money { int64 cents = 1; string currency = 2; }\n'
 PAY_PROTO = 'syntax = "proto3";\npackage shop;\nimport "common.proto";\nmessage Payment { Money amount = 1; }\n'
 
 
 def skey(subject: str, version: int) -> bytes:
-    return json.dumps({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}, separators=(",", ":")).encode()
+    return json.dumps(
+        {"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}, separators=(",", ":")
+    ).encode()
 
 
 def sval(subject: str, version: int, id_: int, schema: str, deleted: bool = False, **extra) -> bytes:
@@ -55,8 +59,17 @@ def registry_history(t0: int) -> list[tuple]:
         (skey("orders-value", 1), sval("orders-value", 1, 1, ORDER_V1)),
         (skey("orders-value", 2), sval("orders-value", 2, 2, ORDER_V2)),
         (skey("common", 1), sval("common", 1, 3, COMMON_PROTO, schemaType="PROTOBUF")),
-        (skey("payments-value", 1), sval("payments-value", 1, 4, PAY_PROTO, schemaType="PROTOBUF",
-                                         references=[{"name": "common.proto", "subject": "common", "version": 1}])),
+        (
+            skey("payments-value", 1),
+            sval(
+                "payments-value",
+                1,
+                4,
+                PAY_PROTO,
+                schemaType="PROTOBUF",
+                references=[{"name": "common.proto", "subject": "common", "version": 1}],
+            ),
+        ),
         (ckey("CONFIG", "orders-value"), b'{"compatibilityLevel":"FULL_TRANSITIVE"}'),
         (skey("legacy-value", 1), sval("legacy-value", 1, 5, '"string"')),
         (skey("legacy-value", 2), sval("legacy-value", 2, 6, '"bytes"')),
@@ -121,7 +134,11 @@ def task_states(run) -> dict[str, str]:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        tis = session.query(TaskInstance).filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id).all()
+        tis = (
+            session.query(TaskInstance)
+            .filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
+            .all()
+        )
         return {ti.task_id: str(ti.state) for ti in tis}
 
 
@@ -158,14 +175,19 @@ def test_mirror_is_byte_exact_in_order_and_copies_nothing_twice(airflow_db, setu
     assert list(st.subjects["legacy-value"]) == [2]
     assert st.subjects["tmp-value"][1].deleted and st.subjects["tmp-value"][1].id == 1
     assert "scratch-value" not in st.subjects
-    assert st.configs == {None: {"compatibilityLevel": "BACKWARD"}, "orders-value": {"compatibilityLevel": "FULL_TRANSITIVE"}}
+    assert st.configs == {
+        None: {"compatibilityLevel": "BACKWARD"},
+        "orders-value": {"compatibilityLevel": "FULL_TRANSITIVE"},
+    }
     assert verify(cfg, "west").differences == []
 
     # again with nothing new: nothing copied; then two more registrations: only those copied
     again = mirror(cfg, "west")
     assert (again.copied, again.start, again.end) == (0, 17, 17)
-    more = [(skey("orders-value", 3), sval("orders-value", 3, 8, ORDER_V2.replace("note", "memo")), None, t0 + 99_000, 0),
-            (skey("orders-value", 2), sval("orders-value", 2, 2, ORDER_V2, deleted=True), None, t0 + 99_001, 0)]
+    more = [
+        (skey("orders-value", 3), sval("orders-value", 3, 8, ORDER_V2.replace("note", "memo")), None, t0 + 99_000, 0),
+        (skey("orders-value", 2), sval("orders-value", 2, 2, ORDER_V2, deleted=True), None, t0 + 99_001, 0),
+    ]
     write(east, east_topic, more)
     run = run_dag(cfg)
     assert str(run.state) == "success"
@@ -187,7 +209,9 @@ def test_a_crashed_transaction_is_fenced_and_nothing_duplicated(setup):
     assert mirror(cfg, "west").copied == 17
 
     write(east, east_topic, [(skey("late-value", 1), sval("late-value", 1, 9, '"int"'), None, None, 0)])
-    zombie = Producer(clients.client_config(west, **{"transactional.id": cfg.names.schema_mirror_group("east", "west")}))
+    zombie = Producer(
+        clients.client_config(west, **{"transactional.id": cfg.names.schema_mirror_group("east", "west")})
+    )
     zombie.init_transactions(30)
     zombie.begin_transaction()
     zombie.produce(west_topic, key=skey("late-value", 1), value=sval("late-value", 1, 9, '"int"'), partition=0)
@@ -213,11 +237,15 @@ def test_injected_mismatch_fails_verify_naming_subject_and_version(airflow_db, s
     assert str(run_dag(cfg).state) == "success"
 
     # someone registers on west directly: orders-value v2 gets another id, a stray subject appears
-    write(west, west_topic, [
-        (skey("orders-value", 2), sval("orders-value", 2, 42, ORDER_V2), None, None, 0),
-        (skey("stray-value", 1), sval("stray-value", 1, 43, '"int"'), None, None, 0),
-        (ckey("CONFIG"), b'{"compatibilityLevel":"NONE"}', None, None, 0),
-    ])
+    write(
+        west,
+        west_topic,
+        [
+            (skey("orders-value", 2), sval("orders-value", 2, 42, ORDER_V2), None, None, 0),
+            (skey("stray-value", 1), sval("stray-value", 1, 43, '"int"'), None, None, 0),
+            (ckey("CONFIG"), b'{"compatibilityLevel":"NONE"}', None, None, 0),
+        ],
+    )
     assert verify(cfg, "west").differences == [
         "subject 'orders-value' version 2: id 2 on east, 42 on west",
         "subject 'stray-value': on west (version 1), missing on east",
@@ -259,9 +287,13 @@ def test_subject_template_renames_subjects_and_keeps_ids(airflow_db, setup):
     for subject, versions in east_state.subjects.items():
         renamed = west_state.subjects[f"dr-{subject}"]
         assert {v: (s.id, s.schema, s.deleted) for v, s in versions.items()} == {
-            v: (s.id, s.schema, s.deleted) for v, s in renamed.items()}
+            v: (s.id, s.schema, s.deleted) for v, s in renamed.items()
+        }
     assert west_state.subjects["dr-payments-value"][1].references[0].subject == "dr-common"
-    assert west_state.configs == {None: {"compatibilityLevel": "BACKWARD"}, "dr-orders-value": {"compatibilityLevel": "FULL_TRANSITIVE"}}
+    assert west_state.configs == {
+        None: {"compatibilityLevel": "BACKWARD"},
+        "dr-orders-value": {"compatibilityLevel": "FULL_TRANSITIVE"},
+    }
     # record by record: only the subject changed; headers, timestamps, tombstones kept
     for (ek, ev, eh, ets), (wk, wv, wh, wts) in zip(on_east, on_west):
         assert (eh, ets) == (wh, wts)
@@ -296,7 +328,10 @@ def test_dag_shape(airflow_db, lab_config):
     bag = DagBag()
     assert bag.import_errors == {}
     dag = bag.dags["dr_schema_mirror"]
-    assert {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks} == {"mirror_west": ["verify_west"], "verify_west": []}
+    assert {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks} == {
+        "mirror_west": ["verify_west"],
+        "verify_west": [],
+    }
     assert dag.max_active_runs == 1 and "kafka-dr" in dag.tags
 
     run = run_dag(dataclasses.replace(lab_config, schema_mirror=None))

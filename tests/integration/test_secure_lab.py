@@ -101,7 +101,9 @@ def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
 
     latency = measure(cfg, cfg.flows[0])  # east -> west ran; west -> east did not (no heartbeat there yet)
-    assert latency.status != "missing" and latency.age_seconds >= 0 and latency.loops == 0, latency  # ok, or late on a slow machine
+    assert latency.status != "missing" and latency.age_seconds >= 0 and latency.loops == 0, (
+        latency
+    )  # ok, or late on a slow machine
     summary = run_failover(FailoverRun(cfg, "east", "west", ".*", dry_run=True, force=True))
     assert summary["dry_run"] is True, summary
 
@@ -127,7 +129,9 @@ def test_wrong_password_says_authentication_failed_and_prints_no_secret(secure_l
         assert secret not in text and secret not in str(info.value)
 
 
-def test_dags_with_credentials_from_airflow_connections_leave_no_secret_anywhere(secure_lab, airflow_db, tmp_path, topic_name, monkeypatch):
+def test_dags_with_credentials_from_airflow_connections_leave_no_secret_anywhere(
+    secure_lab, airflow_db, tmp_path, topic_name, monkeypatch
+):
     """The replication and heartbeat DAGs run with the SCRAM credentials taken from an Airflow
     connection (the environment holds none); then every log, XCom value and generated file of
     the lab, the Airflow home and this test is scanned for the secrets."""
@@ -147,7 +151,10 @@ def test_dags_with_credentials_from_airflow_connections_leave_no_secret_anywhere
 
     monkeypatch.delenv(LAB_PASSWORD_ENV)
     monkeypatch.delenv(LAB_USER_ENV)
-    monkeypatch.setenv(f"AIRFLOW_CONN_{CONN.upper()}", json.dumps({"conn_type": "generic", "login": secrets[LAB_USER_ENV], "password": password}))
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{CONN.upper()}",
+        json.dumps({"conn_type": "generic", "login": secrets[LAB_USER_ENV], "password": password}),
+    )
     for k, v in connection_env(cfg).items():
         monkeypatch.setenv(k, v)
 

@@ -21,19 +21,36 @@ pytestmark = pytest.mark.lab
 
 def test_reads_state_dq_and_health_and_reports_the_silent_cluster(lab_config):
     # a private prefix: the product state and results of other tests stay out of this one
-    cfg = dataclasses.replace(lab_config, internal_prefix=f"_kdr_status_{int(time.time())}",
-                              clusters={**lab_config.clusters, "north": ClusterConfig("north", "127.0.0.1:1")})
+    cfg = dataclasses.replace(
+        lab_config,
+        internal_prefix=f"_kdr_status_{int(time.time())}",
+        clusters={**lab_config.clusters, "north": ClusterConfig("north", "127.0.0.1:1")},
+    )
     east, west = cfg.cluster("east"), cfg.cluster("west")
     for cluster, version, active in ((east, 3, "east"), (west, 5, "west")):  # west holds the newer state
         ensure_topic(clients.admin(cluster), cfg.names.state_topic, partitions=1, config={"cleanup.policy": "compact"})
         p = clients.producer(cluster)
-        p.produce(cfg.names.state_topic, key=b"state", value=DrState(version, active, active, ("east",) if active == "west" else ()).encode())
+        p.produce(
+            cfg.names.state_topic,
+            key=b"state",
+            value=DrState(version, active, active, ("east",) if active == "west" else ()).encode(),
+        )
         assert p.flush(30) == 0
     for cluster, ts in ((east, 1000), (west, 2000), (east, 1500)):
         ensure_topic(clients.admin(cluster), cfg.names.dq_results_topic, partitions=1)
         p = clients.producer(cluster)
-        p.produce(cfg.names.dq_results_topic, value=json.dumps({"run_id": f"dq-{ts}", "ts_ms": ts, "success": ts != 2000,
-                                                           "failed": ["orders[0]"] if ts == 2000 else [], "checked_partitions": 2}).encode())
+        p.produce(
+            cfg.names.dq_results_topic,
+            value=json.dumps(
+                {
+                    "run_id": f"dq-{ts}",
+                    "ts_ms": ts,
+                    "success": ts != 2000,
+                    "failed": ["orders[0]"] if ts == 2000 else [],
+                    "checked_partitions": 2,
+                }
+            ).encode(),
+        )
         p.produce(cfg.names.dq_results_topic, value=b"not json")
         assert p.flush(30) == 0
     emit(cfg, "east")
@@ -52,7 +69,9 @@ def test_reads_state_dq_and_health_and_reports_the_silent_cluster(lab_config):
     # the flows' sources' topic names, for the "selects no topics" judgement (north is no source)
     assert set(got["topics"]) == {"east", "west"} and cfg.names.dq_results_topic in got["topics"]["west"]
 
-    report = build_status(cfg, health, got["state"], got["heartbeats"], got["metrics"], got["dq"], {}, int(time.time() * 1000))
+    report = build_status(
+        cfg, health, got["state"], got["heartbeats"], got["metrics"], got["dq"], {}, int(time.time() * 1000)
+    )
     texts = [a.text for a in report.alerts]
     assert report.active_cluster == "west" and report.active_source == "recorded"
     assert any(t.startswith("cluster north (127.0.0.1:1) is unreachable") for t in texts), texts

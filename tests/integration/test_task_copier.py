@@ -17,6 +17,8 @@ import time
 
 import pytest
 from confluent_kafka import KafkaException, TopicPartition
+from test_bad_input import _big_source_topic
+from test_replication import flow_config
 
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
@@ -29,8 +31,6 @@ from kafka_dr.kafka.task_copier import TaskCopier
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.transactions import Reports, transactional_producer
 from kafka_dr.kafka.writing import produce_all
-from test_bad_input import _big_source_topic
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab]
 
@@ -279,7 +279,9 @@ def test_records_deleted_before_a_first_copy_are_counted_once_with_their_offsets
     produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(10)])
     produce_all(clients.producer(east), topic_name, [(b"k", b"w%d" % i, [], None, 1) for i in range(3)])
     admin = clients.admin(east)  # referenced until its futures complete
-    for fut in admin.delete_records([TopicPartition(topic_name, 0, 4), TopicPartition(topic_name, 1, 3)], operation_timeout=30).values():
+    for fut in admin.delete_records(
+        [TopicPartition(topic_name, 0, 4), TopicPartition(topic_name, 1, 3)], operation_timeout=30
+    ).values():
         fut.result()
     copier = TaskCopier(cfg, flow)
     try:
@@ -288,12 +290,17 @@ def test_records_deleted_before_a_first_copy_are_counted_once_with_their_offsets
             again = copier.copy(_specs(topic_name, 2), until=lambda: True)
     finally:
         copier.close()
-    lost = lambda results: [(r.partition, r.start, r.written, r.lost_to_retention, r.lost_first, r.lost_last) for r in results]
+    lost = lambda results: [
+        (r.partition, r.start, r.written, r.lost_to_retention, r.lost_first, r.lost_last) for r in results
+    ]
     assert lost(first) == [(0, 4, 6, 4, 0, 3), (1, 3, 0, 3, 0, 2)]
     assert lost(again) == [(0, 10, 0, 0, None, None), (1, 3, 0, 0, None, None)]
-    assert [r.getMessage().split(" (retention")[0] for r in caplog.records if r.name == "kafka_dr.kafka.first_run_gap"] == [
+    assert [
+        r.getMessage().split(" (retention")[0] for r in caplog.records if r.name == "kafka_dr.kafka.first_run_gap"
+    ] == [
         f"flow east_to_west: east/{topic_name}[0] records 0..3 were deleted on the source before this flow first copied the partition",
-        f"flow east_to_west: east/{topic_name}[1] records 0..2 were deleted on the source before this flow first copied the partition"]
+        f"flow east_to_west: east/{topic_name}[1] records 0..2 were deleted on the source before this flow first copied the partition",
+    ]
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(4, 10)]
 
 
@@ -309,8 +316,14 @@ def test_a_progress_commit_of_the_task_id_that_no_transaction_owns_is_cleared(la
     admin = clients.admin(west)
 
     def orphan(offset: int) -> None:
-        orphaned_progress_commit(west.bootstrap_servers.split(",")[0], cfg.names.task_transactional_id(flow.name),
-                                 cfg.names.progress_group(flow.name), topic_name, 0, offset)
+        orphaned_progress_commit(
+            west.bootstrap_servers.split(",")[0],
+            cfg.names.task_transactional_id(flow.name),
+            cfg.names.progress_group(flow.name),
+            topic_name,
+            0,
+            offset,
+        )
 
     transaction_verification(admin, False)  # the broker would refuse a TxnOffsetCommit outside a transaction
     try:
@@ -344,16 +357,20 @@ def test_the_cyclic_collector_is_off_while_either_copier_moves_records_and_on_ag
     enabled_per_record: list[bool] = []
     per_partition, task = RangeCopier(cfg, flow), TaskCopier(cfg, flow)
     for copier in (per_partition, task):
+
         def recording(*args, _inner=copier.transform):
             enabled_per_record.append(gc.isenabled())
             return _inner(*args)
+
         copier.transform = recording
     assert gc.isenabled()
     try:
         first = per_partition.copy(RangeSpec(topic_name, 0, 0, ends[0], topic_name))
         assert gc.isenabled()
-        rest = task.copy([RangeSpec(topic_name, p, 0, OPEN, topic_name) for p in range(1, PARTITIONS)],
-                         until=_until_progress(cfg, flow, topic_name, {p: ends[p] for p in range(1, PARTITIONS)}))
+        rest = task.copy(
+            [RangeSpec(topic_name, p, 0, OPEN, topic_name) for p in range(1, PARTITIONS)],
+            until=_until_progress(cfg, flow, topic_name, {p: ends[p] for p in range(1, PARTITIONS)}),
+        )
     finally:
         per_partition.close()
         task.close()

@@ -11,12 +11,12 @@ import uuid
 
 import pytest
 import yaml
+from test_replication import flow_config
 
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topic_admin import describe_topic_configs, topic_partitions
 from kafka_dr.kafka.topics import ensure_topic
-from test_replication import flow_config
 
 pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 
@@ -45,8 +45,16 @@ def _run(cfg):
         t.retries = 0
     run = dag.test()
     with create_session() as session:
-        tis = session.query(TaskInstance).filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id).all()
-        xcoms = session.query(XComModel).filter(XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id, XComModel.key == "return_value").all()
+        tis = (
+            session.query(TaskInstance)
+            .filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
+            .all()
+        )
+        xcoms = (
+            session.query(XComModel)
+            .filter(XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id, XComModel.key == "return_value")
+            .all()
+        )
         states = {ti.task_id: str(ti.state) for ti in tis}
         reports = {x.task_id: x.value if isinstance(x.value, dict) else json.loads(x.value) for x in xcoms}
     return str(run.state), states, reports
@@ -116,8 +124,12 @@ def test_create_then_follow_retention_and_partitions_but_not_excluded(lab, lab_c
         "segment.bytes": {"source": "10485760", "target": None},
     }
     # west -> east: east owns the topic's configs; nothing written back into east
-    assert _topic(east, topic)[1] == {"retention.ms": "3600000", "cleanup.policy": "compact,delete",
-                                      "min.insync.replicas": "1", "segment.bytes": "10485760"}
+    assert _topic(east, topic)[1] == {
+        "retention.ms": "3600000",
+        "cleanup.policy": "compact,delete",
+        "min.insync.replicas": "1",
+        "segment.bytes": "10485760",
+    }
 
     # the topics outside the flows: untouched on both sides
     assert _topic(east, outside) == (4, {"retention.ms": "1000"})
@@ -127,7 +139,13 @@ def test_create_then_follow_retention_and_partitions_but_not_excluded(lab, lab_c
     state, _, reports = _run(cfg)
     assert state == "success"
     r = reports["sync_east_to_west"]
-    assert r["summary"]["created"] == r["summary"]["partitions_raised"] == r["summary"]["configs_set"] == r["summary"]["configs_deleted"] == 0
+    assert (
+        r["summary"]["created"]
+        == r["summary"]["partitions_raised"]
+        == r["summary"]["configs_set"]
+        == r["summary"]["configs_deleted"]
+        == 0
+    )
     assert r["summary"]["excluded_ignored"] == 2
     assert _topic(west, topic) == (5, {"retention.ms": "3600000", "cleanup.policy": "compact,delete"})
 

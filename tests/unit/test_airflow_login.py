@@ -19,5 +19,9 @@ def test_login_env_configures_simple_auth_manager_without_open_access(tmp_path):
     env = login_env(tmp_path)
     assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == f"{LAB_USER}:admin"
     assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] == "False"
-    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == str(tmp_path.resolve() / "simple_auth_manager_passwords.json")
-    assert not any("password" in v.lower() and v != env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] for v in env.values())
+    assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == str(
+        tmp_path.resolve() / "simple_auth_manager_passwords.json"
+    )
+    assert not any(
+        "password" in v.lower() and v != env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] for v in env.values()
+    )

@@ -26,11 +26,15 @@ print("airflow" in [m.split(".")[0] for m in sys.modules if sys.modules[m] is no
 def test_restart_alerts_are_sent_without_airflow():
     hook, smtp = WebhookReceiver(), SmtpReceiver()
     try:
-        proc = subprocess.run([sys.executable, "-c", PROBE, hook.url, str(smtp.port)], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE, hook.url, str(smtp.port)], capture_output=True, text=True, timeout=120
+        )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.strip().splitlines()[-1] == "False"  # no airflow module was loaded
         assert [(h["flow"], h["event"], h["restart"]) for h in hook.received] == [("east_to_west", "restart", 1)]
-        assert len(smtp.messages) == 1 and "flow east_to_west: replication query failed, restart 1/5" in json.dumps(smtp.messages[0])
+        assert len(smtp.messages) == 1 and "flow east_to_west: replication query failed, restart 1/5" in json.dumps(
+            smtp.messages[0]
+        )
     finally:
         hook.close()
         smtp.close()

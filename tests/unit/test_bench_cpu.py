@@ -9,8 +9,13 @@ def test_cores_busy_own_stolen_and_idle_over_the_window():
     a = CpuSample(10.0, (1000, 0, 500, 9000, 100, 0, 0, 50), {11: 300, 12: 40})
     b = CpuSample(12.0, (1200, 0, 600, 9050, 110, 10, 10, 70), {11: 450, 12: 90, 13: 30})  # 13 started in the window
     f = window_figures(a, b, records=100_000, ticks=100)
-    assert f == {"cpu_busy_cores": 1.6, "cpu_own_cores": 1.15, "cpu_steal_cores": 0.1, "cpu_idle_cores": 0.3,
-                 "cpu_us_per_record": 32.0}  # (150 + 50 + 30) ticks / 2 s; 1.6 cores x 2 s / 100,000 records
+    assert f == {
+        "cpu_busy_cores": 1.6,
+        "cpu_own_cores": 1.15,
+        "cpu_steal_cores": 0.1,
+        "cpu_idle_cores": 0.3,
+        "cpu_us_per_record": 32.0,
+    }  # (150 + 50 + 30) ticks / 2 s; 1.6 cores x 2 s / 100,000 records
 
 
 def test_no_window_gives_no_figures_rather_than_a_division_by_zero():
@@ -19,12 +24,26 @@ def test_no_window_gives_no_figures_rather_than_a_division_by_zero():
 
 
 def test_the_table_shows_the_cpu_of_each_backlog_phase_that_has_it():
-    phase = {"records_per_s": 10, "mb_per_s": 0.1, "copy_seconds": 1.0, "startup_seconds": 1.0, "records": 10, "copied": 10,
-             "complete": True, "peak_rss_mb": 1, "cpu_busy_cores": 1.96, "cpu_own_cores": 1.4, "cpu_steal_cores": 0.02,
-             "cpu_idle_cores": 0.03, "cpu_us_per_record": 21.3}
-    flat = flatten({"run": "r", "records": 10, "partitions": 8, "sizes": [100], "latency_rate": 1, "latency_seconds": 1.0},
-                   {"ours": "exactly-once", "rawpipe": "none"},
-                   {"ours": {"s100": phase}, "rawpipe": {"s100": {**phase, "cpu_busy_cores": None}}})
+    phase = {
+        "records_per_s": 10,
+        "mb_per_s": 0.1,
+        "copy_seconds": 1.0,
+        "startup_seconds": 1.0,
+        "records": 10,
+        "copied": 10,
+        "complete": True,
+        "peak_rss_mb": 1,
+        "cpu_busy_cores": 1.96,
+        "cpu_own_cores": 1.4,
+        "cpu_steal_cores": 0.02,
+        "cpu_idle_cores": 0.03,
+        "cpu_us_per_record": 21.3,
+    }
+    flat = flatten(
+        {"run": "r", "records": 10, "partitions": 8, "sizes": [100], "latency_rate": 1, "latency_seconds": 1.0},
+        {"ours": "exactly-once", "rawpipe": "none"},
+        {"ours": {"s100": phase}, "rawpipe": {"s100": {**phase, "cpu_busy_cores": None}}},
+    )
     assert flat["ours_s100_cpu_busy_cores"] == 1.96
     text = table(flat)
     assert "CPU over the copy window" in text

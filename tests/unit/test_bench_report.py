@@ -1,28 +1,68 @@
 """The benchmark's report (kafka_dr.bench.report) with literal figures."""
 
-from kafka_dr.bench.mm2 import Mm2Checkpoint, decode_checkpoint
 import pytest
 
-from kafka_dr.bench.report import backlog_figures, expected_keys, flatten, json_line, latency_figures, round_schedule, percentile, ratio, table
+from kafka_dr.bench.mm2 import Mm2Checkpoint, decode_checkpoint
+from kafka_dr.bench.report import (
+    backlog_figures,
+    expected_keys,
+    flatten,
+    json_line,
+    latency_figures,
+    percentile,
+    ratio,
+    round_schedule,
+    table,
+)
 
-PARAMS = {"run": "bench.x", "records": 1000, "partitions": 8, "sizes": [100], "latency_rate": 500, "latency_seconds": 5.0,
-          "latency_rounds": 2, "backlog_rounds": 1}
+PARAMS = {
+    "run": "bench.x",
+    "records": 1000,
+    "partitions": 8,
+    "sizes": [100],
+    "latency_rate": 500,
+    "latency_seconds": 5.0,
+    "latency_rounds": 2,
+    "backlog_rounds": 1,
+}
 
 
 def backlog(rps, mbps):
-    return {"records_per_s": rps, "mb_per_s": mbps, "copy_seconds": 1.0, "startup_seconds": 2.0, "records": 1000, "copied": 1000,
-            "complete": True, "peak_rss_mb": 100}
+    return {
+        "records_per_s": rps,
+        "mb_per_s": mbps,
+        "copy_seconds": 1.0,
+        "startup_seconds": 2.0,
+        "records": 1000,
+        "copied": 1000,
+        "complete": True,
+        "peak_rss_mb": 100,
+    }
 
 
 def latency(p50, p99):
-    return {"p50_ms": p50, "p99_ms": p99, "samples": 10, "sent": 12, "peak_rss_mb": 50, "p99_ms_by_round": [p99 - 1, p99 + 1]}
+    return {
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "samples": 10,
+        "sent": 12,
+        "peak_rss_mb": 50,
+        "p99_ms_by_round": [p99 - 1, p99 + 1],
+    }
 
 
-RESULTS = {"ours": {"s100": backlog(800, 0.08), "latency": latency(900.0, 1500.0)},
-           "mm2": {"s100": backlog(1000, 0.1), "latency": latency(30.0, 100.0)},
-           "mm2eos": {"s100": backlog(400, 0.04), "latency": latency(300.0, 3000.0)},
-           "rawpipe": {"s100": backlog(1600, 0.16), "latency": latency(10.0, 20.0)}}
-GUARANTEES = {"ours": "exactly-once", "mm2": "at-least-once", "mm2eos": "exactly-once (MirrorMaker 2)", "rawpipe": "none"}
+RESULTS = {
+    "ours": {"s100": backlog(800, 0.08), "latency": latency(900.0, 1500.0)},
+    "mm2": {"s100": backlog(1000, 0.1), "latency": latency(30.0, 100.0)},
+    "mm2eos": {"s100": backlog(400, 0.04), "latency": latency(300.0, 3000.0)},
+    "rawpipe": {"s100": backlog(1600, 0.16), "latency": latency(10.0, 20.0)},
+}
+GUARANTEES = {
+    "ours": "exactly-once",
+    "mm2": "at-least-once",
+    "mm2eos": "exactly-once (MirrorMaker 2)",
+    "rawpipe": "none",
+}
 
 
 def test_flatten_has_every_figure_and_the_ratios():
@@ -59,20 +99,30 @@ def test_mm2_properties_enable_exactly_once_for_the_target_and_name_remote_topic
     from kafka_dr.bench.mm2 import Mm2Settings, mm2_properties
     from kafka_dr.core.config import ClusterConfig
 
-    east, west = ClusterConfig(name="east", bootstrap_servers="127.0.0.1:1"), ClusterConfig(name="west", bootstrap_servers="127.0.0.1:2")
+    east, west = (
+        ClusterConfig(name="east", bootstrap_servers="127.0.0.1:1"),
+        ClusterConfig(name="west", bootstrap_servers="127.0.0.1:2"),
+    )
     plain = mm2_properties(east, west, "t", Mm2Settings())
     assert "exactly.once" not in plain and "separator" not in plain
     eos = mm2_properties(east, west, "t", Mm2Settings(exactly_once=True, separator=".eos."))
     lines = set(eos.splitlines())
-    assert {"west.exactly.once.source.support = enabled", "dedicated.mode.enable.internal.rest = true",
-            "replication.policy.separator = .eos.", "east.consumer.isolation.level = read_committed"} <= lines
+    assert {
+        "west.exactly.once.source.support = enabled",
+        "dedicated.mode.enable.internal.rest = true",
+        "replication.policy.separator = .eos.",
+        "east.consumer.isolation.level = read_committed",
+    } <= lines
     assert "east.exactly.once.source.support = enabled" not in lines  # only the target is written to
 
 
 def test_every_other_round_runs_the_systems_in_reverse_order():
     assert round_schedule(["ours", "mm2", "rawpipe"], 1) == [["ours", "mm2", "rawpipe"]]
-    assert round_schedule(["ours", "mm2", "rawpipe"], 3) == [["ours", "mm2", "rawpipe"], ["rawpipe", "mm2", "ours"],
-                                                               ["ours", "mm2", "rawpipe"]]
+    assert round_schedule(["ours", "mm2", "rawpipe"], 3) == [
+        ["ours", "mm2", "rawpipe"],
+        ["rawpipe", "mm2", "ours"],
+        ["ours", "mm2", "rawpipe"],
+    ]
     with pytest.raises(ValueError, match="rounds must be at least 1, not 0"):
         round_schedule(["ours"], 0)
 
@@ -86,7 +136,10 @@ def test_latency_rounds_are_pooled_before_the_percentiles_and_each_round_keeps_i
     assert r["samples"] == 200 and r["p50_ms"] == 20.0 and r["p99_ms"] == 20.0
     assert r["p99_ms_by_round"] == [10.0, 500.0]
     assert r["sent"] == 221 and r["peak_rss_mb"] == 320 and r["synced_mb"] == 7
-    assert percentile([], 0.99) is None and latency_figures([{"latencies": [], "sent": 0, "peak_rss_mb": None}])["p99_ms"] is None
+    assert (
+        percentile([], 0.99) is None
+        and latency_figures([{"latencies": [], "sent": 0, "peak_rss_mb": None}])["p99_ms"] is None
+    )
 
 
 def test_the_latency_table_shows_each_rounds_p99_and_says_how_many_rounds():
@@ -97,28 +150,56 @@ def test_the_latency_table_shows_each_rounds_p99_and_says_how_many_rounds():
 
 
 def _round(rps, seconds, **extra):
-    return {"records_per_s": rps, "mb_per_s": rps * 100 / 1e6, "copy_seconds": seconds, "startup_seconds": 20.0, "records": rps * seconds,
-            "copied": rps * seconds, "complete": True, "peak_rss_mb": 100, **extra}
+    return {
+        "records_per_s": rps,
+        "mb_per_s": rps * 100 / 1e6,
+        "copy_seconds": seconds,
+        "startup_seconds": 20.0,
+        "records": rps * seconds,
+        "copied": rps * seconds,
+        "complete": True,
+        "peak_rss_mb": 100,
+        **extra,
+    }
 
 
 def test_backlog_rounds_pool_every_record_over_every_window_and_keep_each_rounds_rate():
     # 1,000,000 records in 5 s, then 1,000,000 in 10 s (a slow round): 2,000,000 over 15 s, not the mean of 200,000 and 100,000
-    fast = _round(200_000, 5, cpu_busy_cores=2.0, cpu_own_cores=1.5, cpu_steal_cores=0.0, cpu_idle_cores=0.0, synced_mb=3)
-    slow = {**_round(100_000, 10, cpu_busy_cores=1.0, cpu_own_cores=0.6, cpu_steal_cores=0.3, cpu_idle_cores=0.7, synced_mb=4),
-            "startup_seconds": 30.0, "peak_rss_mb": 300}
+    fast = _round(
+        200_000, 5, cpu_busy_cores=2.0, cpu_own_cores=1.5, cpu_steal_cores=0.0, cpu_idle_cores=0.0, synced_mb=3
+    )
+    slow = {
+        **_round(
+            100_000, 10, cpu_busy_cores=1.0, cpu_own_cores=0.6, cpu_steal_cores=0.3, cpu_idle_cores=0.7, synced_mb=4
+        ),
+        "startup_seconds": 30.0,
+        "peak_rss_mb": 300,
+    }
     r = backlog_figures([fast, slow])
     assert r["records_per_s"] == 133_333 and r["records_per_s_by_round"] == [200_000, 100_000]
-    assert r["mb_per_s"] == 13.33 and r["copy_seconds"] == 15 and r["records"] == 2_000_000 == r["copied"] and r["complete"] is True
+    assert (
+        r["mb_per_s"] == 13.33
+        and r["copy_seconds"] == 15
+        and r["records"] == 2_000_000 == r["copied"]
+        and r["complete"] is True
+    )
     assert r["startup_seconds"] == 25.0 and r["peak_rss_mb"] == 300 and r["synced_mb"] == 7
     # cores weighted by window: (2.0 x 5 + 1.0 x 10) / 15; busy CPU per record: 20 core-seconds / 2,000,000 records
-    assert r["cpu_busy_cores"] == 1.33 and r["cpu_own_cores"] == 0.9 and r["cpu_steal_cores"] == 0.2 and r["cpu_idle_cores"] == 0.47
+    assert (
+        r["cpu_busy_cores"] == 1.33
+        and r["cpu_own_cores"] == 0.9
+        and r["cpu_steal_cores"] == 0.2
+        and r["cpu_idle_cores"] == 0.47
+    )
     assert r["cpu_us_per_record"] == 10.0
     assert backlog_figures([fast, {**slow, "complete": False}])["complete"] is False
 
 
 def test_one_backlog_round_gives_its_own_figures_and_the_table_shows_the_rounds():
     one = backlog_figures([_round(200_000, 5)])
-    assert one["records_per_s"] == 200_000 and one["records_per_s_by_round"] == [200_000] and "cpu_busy_cores" not in one
+    assert (
+        one["records_per_s"] == 200_000 and one["records_per_s_by_round"] == [200_000] and "cpu_busy_cores" not in one
+    )
     two = backlog_figures([_round(200_000, 5), _round(100_000, 10)])
     flat = flatten({**PARAMS, "backlog_rounds": 2}, GUARANTEES, {"ours": {"s100": two}, "rawpipe": {"s100": one}})
     text = table(flat)

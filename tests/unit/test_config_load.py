@@ -171,7 +171,9 @@ def test_config_is_immutable():
 
 
 def test_minimal_config_gets_defaults():
-    cfg = parse_config({"clusters": {"a": {"bootstrap_servers": "a:9092"}, "b": {"bootstrap_servers": "b:9092"}}, "flows": []})
+    cfg = parse_config(
+        {"clusters": {"a": {"bootstrap_servers": "a:9092"}, "b": {"bootstrap_servers": "b:9092"}}, "flows": []}
+    )
     assert cfg.flows == ()
     assert cfg.internal_prefix == "_kafka_dr"
     assert cfg.schedules.data_quality == "@hourly"
@@ -460,10 +462,30 @@ def test_cron_check_agrees_with_croniter():
     """Airflow parses cron with croniter: accept what it accepts, reject what it rejects."""
     croniter = pytest.importorskip("croniter").croniter
     exprs = [
-        "*/5 * * * *", "0 0 * * *", "61 * * * *", "0 24 * * *", "0 0 32 * *", "0 0 * 13 *",
-        "0 0 * * 8", "*/0 * * * *", "0 0 L * *", "0 0 15W * *", "0 0 32W * *", "0 0 * * 5#3",
-        "0 0 * * 5#6", "0 0 ? * *", "? * * * *", "0 0 * FOO *", "0 0 * * sun-sat", "-1 * * * *",
-        "1- * * * *", "1,,2 * * * *", "0 0 * JAN/2 *", "0 22-2 * * *", "H * * * *", "0 0 * * L",
+        "*/5 * * * *",
+        "0 0 * * *",
+        "61 * * * *",
+        "0 24 * * *",
+        "0 0 32 * *",
+        "0 0 * 13 *",
+        "0 0 * * 8",
+        "*/0 * * * *",
+        "0 0 L * *",
+        "0 0 15W * *",
+        "0 0 32W * *",
+        "0 0 * * 5#3",
+        "0 0 * * 5#6",
+        "0 0 ? * *",
+        "? * * * *",
+        "0 0 * FOO *",
+        "0 0 * * sun-sat",
+        "-1 * * * *",
+        "1- * * * *",
+        "1,,2 * * * *",
+        "0 0 * JAN/2 *",
+        "0 22-2 * * *",
+        "H * * * *",
+        "0 0 * * L",
     ]
     for expr in exprs:
         try:
@@ -507,7 +529,11 @@ def test_client_settings_must_be_scalars_with_string_names():
     def edit(d):
         d["clusters"]["east"]["client"] = {"sasl.mechanism": ["PLAIN"], 1: "x", "linger.ms": None}
 
-    assert paths(with_(base(), edit)) == ["clusters.east.client.sasl.mechanism", "clusters.east.client.1", "clusters.east.client.linger.ms"]
+    assert paths(with_(base(), edit)) == [
+        "clusters.east.client.sasl.mechanism",
+        "clusters.east.client.1",
+        "clusters.east.client.linger.ms",
+    ]
 
 
 def test_copy_flags_without_a_distribution_tree_is_reported_once():
@@ -526,7 +552,9 @@ def test_copy_flags_coverage_gap():
 
 
 def test_copy_flags_coverage_duplicate():
-    ps = problems(with_(three(), lambda d: d["flows"].append({"source": "north", "target": "west", "loop_policy": "copy_flags"})))
+    ps = problems(
+        with_(three(), lambda d: d["flows"].append({"source": "north", "target": "west", "loop_policy": "copy_flags"}))
+    )
     assert [(p.path, p.message) for p in ps] == [
         (
             "distribution.tree",
@@ -579,7 +607,11 @@ def test_other_section_problems():
     def edit(d):
         d["internal_prefix"] = ""
         d["flows"][0].update(prefix_separator="/", max_duration_seconds=0, topic_refresh_seconds=True)
-        d["thresholds"] = {"replication_lag_max_records": 1.5, "latency_p99_max_seconds": -1, "heartbeat_max_age_seconds": "soon"}
+        d["thresholds"] = {
+            "replication_lag_max_records": 1.5,
+            "latency_p99_max_seconds": -1,
+            "heartbeat_max_age_seconds": "soon",
+        }
         d["alerts"] = {"email": {"smtp_host": "smtp", "to": ["nobody"]}, "webhook": {"url": "ftp://x"}}
         d["spark"] = {"master": 1, "conf": ["a"]}
         d["schema_mirror"] = {"primary": "east", "targets": ["east", "nowhere", {"a": 1}], "subject_template": "dr"}
@@ -676,7 +708,15 @@ def test_secrets_never_appear_in_a_config_error(monkeypatch):
     message = str(e.value) + repr(e.value) + "".join(repr(p) for p in e.value.problems)
     assert "flows[0].target" in message  # the unrelated error is reported
     assert "clusters.east.client.sasl.oauthbearer.client.secret" in message
-    for secret in ("literal-hunter2", "${env:EAST_PASSWORD}", "EAST_PASSWORD", "env-s3cret-value", "list-s3cret", "mail-s3cret", "webhook-s3cret"):
+    for secret in (
+        "literal-hunter2",
+        "${env:EAST_PASSWORD}",
+        "EAST_PASSWORD",
+        "env-s3cret-value",
+        "list-s3cret",
+        "mail-s3cret",
+        "webhook-s3cret",
+    ):
         assert secret not in message
 
 
@@ -699,7 +739,9 @@ def test_a_mistyped_secret_reference_is_not_taken_as_a_literal():
 
 
 def test_a_mistyped_secret_reference_for_the_smtp_password():
-    d = with_(base(), lambda d: d.update(alerts={"email": {"smtp_host": "smtp", "to": "a@b.c", "password": "${env SMTP}"}}))
+    d = with_(
+        base(), lambda d: d.update(alerts={"email": {"smtp_host": "smtp", "to": "a@b.c", "password": "${env SMTP}"}})
+    )
     (p,) = problems(d)
     assert (p.path, p.message) == ("alerts.email.password", "looks like a secret reference but is not one")
 
@@ -708,7 +750,9 @@ def test_topic_config_and_preflight_sections():
     from kafka_dr.core.config_load import ConfigError, parse_config
 
     base = {"clusters": {"east": {"bootstrap_servers": "a:1"}, "west": {"bootstrap_servers": "b:1"}}, "flows": []}
-    cfg = parse_config({**base, "topic_config": {"exclude": ["retention\\.bytes"]}, "preflight": {"exclude_topics": ["legacy\\..*"]}})
+    cfg = parse_config(
+        {**base, "topic_config": {"exclude": ["retention\\.bytes"]}, "preflight": {"exclude_topics": ["legacy\\..*"]}}
+    )
     assert cfg.topic_config.exclude == ("retention\\.bytes",)
     assert cfg.preflight.exclude_topics == ("legacy\\..*",)
     assert parse_config(base).topic_config.exclude == () and parse_config(base).preflight.exclude_topics == ()
@@ -741,13 +785,19 @@ def test_cluster_connection_supplies_sasl_credentials_as_references():
     from kafka_dr.core.config_load import parse_config
     from kafka_dr.core.secret_refs import SecretRef
 
-    cfg = parse_config({
-        "clusters": {
-            "east": {"bootstrap_servers": "a:1", "connection": "kafka_east", "client": {"security.protocol": "SASL_SSL"}},
-            "west": {"bootstrap_servers": "b:1", "connection": "kafka_west", "client": {"sasl.username": "svc"}},
-        },
-        "flows": [],
-    })
+    cfg = parse_config(
+        {
+            "clusters": {
+                "east": {
+                    "bootstrap_servers": "a:1",
+                    "connection": "kafka_east",
+                    "client": {"security.protocol": "SASL_SSL"},
+                },
+                "west": {"bootstrap_servers": "b:1", "connection": "kafka_west", "client": {"sasl.username": "svc"}},
+            },
+            "flows": [],
+        }
+    )
     east = cfg.cluster("east").client
     assert east["sasl.username"] == SecretRef("airflow", "kafka_east.login")
     assert east["sasl.password"] == SecretRef("airflow", "kafka_east")

@@ -27,9 +27,15 @@ def test_a_system_error_caused_by_a_fatal_error_means_a_lost_producer():
 def test_a_producer_call_that_returned_null_without_an_exception_means_a_lost_producer():
     """The same race can leave no exception to chain (1 in 8 fenced flushes on the lab, 2.16.1):
     only a producer method's own NULL counts, not any SystemError."""
-    assert producer_lost(SystemError("<method 'flush' of 'cimpl.Producer' objects> returned NULL without setting an exception"))
-    assert producer_lost(SystemError("<method 'poll' of 'cimpl.Producer' objects> returned NULL without setting an exception"))
-    assert not producer_lost(SystemError("<method 'poll' of 'cimpl.Consumer' objects> returned NULL without setting an exception"))
+    assert producer_lost(
+        SystemError("<method 'flush' of 'cimpl.Producer' objects> returned NULL without setting an exception")
+    )
+    assert producer_lost(
+        SystemError("<method 'poll' of 'cimpl.Producer' objects> returned NULL without setting an exception")
+    )
+    assert not producer_lost(
+        SystemError("<method 'poll' of 'cimpl.Consumer' objects> returned NULL without setting an exception")
+    )
     assert not producer_lost(SystemError("error return without exception set"))
 
 

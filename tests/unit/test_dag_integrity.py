@@ -29,8 +29,12 @@ flows:
 
 
 def _parse(config_path: Path, airflow_home: Path) -> dict:
-    env = {**os.environ, "KAFKA_DR_CONFIG": str(config_path), "AIRFLOW_HOME": str(airflow_home),
-           "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}"}
+    env = {
+        **os.environ,
+        "KAFKA_DR_CONFIG": str(config_path),
+        "AIRFLOW_HOME": str(airflow_home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
+    }
     proc = subprocess.run([sys.executable, str(PROBE)], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -64,7 +68,9 @@ def test_parsing_imports_no_client_libraries(parsed):
 
 def test_invalid_config_is_an_import_error_naming_every_problem(tmp_path):
     bad = tmp_path / "bad.yaml"
-    bad.write_text("clusters:\n  east: {bootstrap_servers: 'a:1'}\nflows:\n  - {source: east, target: eest}\n  - {source: east}\n")
+    bad.write_text(
+        "clusters:\n  east: {bootstrap_servers: 'a:1'}\nflows:\n  - {source: east, target: eest}\n  - {source: east}\n"
+    )
     out = _parse(bad, tmp_path / "airflow")
     errors = "\n".join(out["import_errors"].values())
     assert "flows[0].target: unknown cluster 'eest'" in errors

@@ -33,7 +33,12 @@ def levels_by_height(tree: DistributionTree) -> dict[int, list[tuple[frozenset[s
 
 
 def test_level_bit_and_mask():
-    assert [(Level(h, ()).bit, Level(h, ()).mask) for h in (1, 2, 3, 4)] == [(0b1, 0b1), (0b10, 0b11), (0b100, 0b111), (0b1000, 0b1111)]
+    assert [(Level(h, ()).bit, Level(h, ()).mask) for h in (1, 2, 3, 4)] == [
+        (0b1, 0b1),
+        (0b10, 0b11),
+        (0b100, 0b111),
+        (0b1000, 0b1111),
+    ]
 
 
 def test_parse_balanced_tree():
@@ -59,7 +64,10 @@ def test_parse_unbalanced_tree_as_in_the_seed():
     # "Cluster 2 and Cluster 3 would have 3 distributor instances running: level 1, level 2 and
     # level 3. Cluster 1 would have level 2 and level 3 distributors running, and Cluster 4 and
     # Cluster 5 will have levels 1 and 3."
-    above = {c: sorted(lv.height for lv in tree.levels if any(c in child for child in lv.children)) for c in sorted(tree.clusters)}
+    above = {
+        c: sorted(lv.height for lv in tree.levels if any(c in child for child in lv.children))
+        for c in sorted(tree.clusters)
+    }
     assert above == {"c1": [2, 3], "c2": [1, 2, 3], "c3": [1, 2, 3], "c4": [1, 3], "c5": [1, 3]}
     masks = {lv.height: (lv.bit, lv.mask) for lv in tree.levels}
     assert masks == {1: (0b001, 0b001), 2: (0b010, 0b011), 3: (0b100, 0b111)}
@@ -173,11 +181,20 @@ def duplicates_a_copy(tree: DistributionTree, flows: list[tuple[str, str]]) -> b
 
 HAND_WRITTEN_UNBALANCED = [
     # level 1
-    ("c2", "c3"), ("c3", "c2"), ("c4", "c5"), ("c5", "c4"),
+    ("c2", "c3"),
+    ("c3", "c2"),
+    ("c4", "c5"),
+    ("c5", "c4"),
     # level 2: c1 <-> {c2, c3}; each side may pick any leaf of the other
-    ("c1", "c3"), ("c2", "c1"), ("c3", "c1"),
+    ("c1", "c3"),
+    ("c2", "c1"),
+    ("c3", "c1"),
     # level 3: {c1, c2, c3} <-> {c4, c5}
-    ("c1", "c5"), ("c2", "c4"), ("c3", "c5"), ("c4", "c2"), ("c5", "c1"),
+    ("c1", "c5"),
+    ("c2", "c4"),
+    ("c3", "c5"),
+    ("c4", "c2"),
+    ("c5", "c1"),
 ]
 
 CASES = {
@@ -186,8 +203,22 @@ CASES = {
     "unbalanced-hand-written": (UNBALANCED, HAND_WRITTEN_UNBALANCED),
     "n-ary-hand-written": (
         [["a", "b"], ["c", "d"], "e"],
-        [("a", "b"), ("b", "a"), ("c", "d"), ("d", "c"),
-         ("a", "c"), ("a", "e"), ("b", "d"), ("b", "e"), ("c", "a"), ("c", "e"), ("d", "b"), ("d", "e"), ("e", "a"), ("e", "d")],
+        [
+            ("a", "b"),
+            ("b", "a"),
+            ("c", "d"),
+            ("d", "c"),
+            ("a", "c"),
+            ("a", "e"),
+            ("b", "d"),
+            ("b", "e"),
+            ("c", "a"),
+            ("c", "e"),
+            ("d", "b"),
+            ("d", "e"),
+            ("e", "a"),
+            ("e", "d"),
+        ],
     ),
 }
 
@@ -228,7 +259,11 @@ def test_removing_any_flow_is_reported_and_loses_records(name):
 def test_a_duplicate_flow_is_reported_and_duplicates_records(name):
     tree, flows = case(name)
     source, target = flows[-1]
-    for extra in [(source, target)] + [(source, t) for t in sorted(tree.clusters) if t != target and tree.level_between(source, t) == tree.level_between(source, target)]:
+    for extra in [(source, target)] + [
+        (source, t)
+        for t in sorted(tree.clusters)
+        if t != target and tree.level_between(source, t) == tree.level_between(source, target)
+    ]:
         more = flows + [extra]
         problems = tree.coverage_problems(more)
         assert any(f"cluster {source!r} has 2 copy_flags flows into" in p for p in problems), problems
@@ -240,7 +275,14 @@ def test_coverage_problem_messages():
     assert tree.coverage_problems([("east", "west"), ("west", "east"), ("east", "north"), ("west", "north")]) == [
         "cluster 'north' has no copy_flags flow into {east, west} (level 2)"
     ]
-    flows = [("east", "west"), ("west", "east"), ("east", "north"), ("west", "north"), ("north", "east"), ("north", "west")]
+    flows = [
+        ("east", "west"),
+        ("west", "east"),
+        ("east", "north"),
+        ("west", "north"),
+        ("north", "east"),
+        ("north", "west"),
+    ]
     assert tree.coverage_problems(flows) == [
         "cluster 'north' has 2 copy_flags flows into {east, west} (level 2): east, west; keep one or records arrive twice"
     ]

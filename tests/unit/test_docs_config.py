@@ -24,7 +24,10 @@ def test_top_level_keys():
 def test_cluster_keys():
     keys = {k.split(".")[0] for k in table_keys("clusters")}
     assert keys == config_sections.CLUSTER_KEYS
-    assert {k for k in table_keys("clusters") if k.startswith("schema_registry.")} == {"schema_registry.url", "schema_registry.topic"}
+    assert {k for k in table_keys("clusters") if k.startswith("schema_registry.")} == {
+        "schema_registry.url",
+        "schema_registry.topic",
+    }
 
 
 def test_flow_keys():

@@ -20,13 +20,21 @@ from kafka_dr.core.dq import (
 )
 from kafka_dr.core.topic_sync import TopicState, plan_topic
 
-PROV = [("dr.origin", b"east"), ("dr.origin.topic", b"orders"), ("dr.origin.part", b"2"), ("dr.origin.offset", b"41"), ("dr.origin.ts", b"1700000000500")]
+PROV = [
+    ("dr.origin", b"east"),
+    ("dr.origin.topic", b"orders"),
+    ("dr.origin.part", b"2"),
+    ("dr.origin.offset", b"41"),
+    ("dr.origin.ts", b"1700000000500"),
+]
 
 
 def test_digest_covers_what_replication_preserves_and_ignores_product_headers():
     base = record_digest(b"k", b"v", [("a", b"1"), ("b", None)], 1700000000000)
     assert 0 <= base < 2**63
-    assert record_digest(b"k", b"v", [("a", b"1"), ("b", None)] + PROV + [("dr.copy.flags", b"3")], 1700000000000) == base
+    assert (
+        record_digest(b"k", b"v", [("a", b"1"), ("b", None)] + PROV + [("dr.copy.flags", b"3")], 1700000000000) == base
+    )
     others = [
         record_digest(b"k", b"v2", [("a", b"1"), ("b", None)], 1700000000000),
         record_digest(b"k", b"v", [("b", None), ("a", b"1")], 1700000000000),  # header order matters
@@ -57,14 +65,42 @@ def test_window_bounds():
 
 
 def test_failure_lines_name_the_check_the_partition_and_the_figures():
-    row = {"kind": "partition", "flow": "east_to_west", "source": "east", "target": "west", "topic": "orders",
-           "target_topic": "orders", "partition": 3, "detail": None, "source_count": 60, "target_count": 58}
-    lines = failure_lines([
-        CheckFailure("counts_equal", ("source_count", "target_count"), (row,), 1),
-        CheckFailure("topic_config_parity", ("differences",), ({"kind": "topic_config", "flow": "east_to_west", "source": "east", "target": "west",
-                     "topic": "orders", "target_topic": "orders", "differences": 1, "detail": "retention.ms: target 1, source 2"},), 1),
-        CheckFailure("no_missing", ("missing",), tuple({**row, "partition": p, "missing": 1} for p in range(3)), 7),
-    ], limit=2)
+    row = {
+        "kind": "partition",
+        "flow": "east_to_west",
+        "source": "east",
+        "target": "west",
+        "topic": "orders",
+        "target_topic": "orders",
+        "partition": 3,
+        "detail": None,
+        "source_count": 60,
+        "target_count": 58,
+    }
+    lines = failure_lines(
+        [
+            CheckFailure("counts_equal", ("source_count", "target_count"), (row,), 1),
+            CheckFailure(
+                "topic_config_parity",
+                ("differences",),
+                (
+                    {
+                        "kind": "topic_config",
+                        "flow": "east_to_west",
+                        "source": "east",
+                        "target": "west",
+                        "topic": "orders",
+                        "target_topic": "orders",
+                        "differences": 1,
+                        "detail": "retention.ms: target 1, source 2",
+                    },
+                ),
+                1,
+            ),
+            CheckFailure("no_missing", ("missing",), tuple({**row, "partition": p, "missing": 1} for p in range(3)), 7),
+        ],
+        limit=2,
+    )
     assert lines == [
         "counts_equal: flow east_to_west east/orders[3] -> west/orders[3]: source_count=60, target_count=58",
         "topic_config_parity: topic configs flow east_to_west east/orders -> west/orders: differences=1 (retention.ms: target 1, source 2)",
@@ -78,25 +114,55 @@ def test_config_differences_from_the_sync_plan():
     src = TopicState("orders", 6, {"retention.ms": "100", "cleanup.policy": "compact", "min.insync.replicas": "2"})
     dst = TopicState("orders", 4, {"retention.ms": "200", "segment.ms": "5", "min.insync.replicas": "1"})
     assert config_differences(plan_topic(src, dst, "orders")) == [
-        "partitions: target 4, source 6", "cleanup.policy: target (default), source compact",
-        "retention.ms: target 200, source 100", "segment.ms: target 5, source (default)"]
+        "partitions: target 4, source 6",
+        "cleanup.policy: target (default), source compact",
+        "retention.ms: target 200, source 100",
+        "segment.ms: target 5, source (default)",
+    ]
     assert config_differences(plan_topic(src, None, "orders")) == ["missing on the target"]
-    owned = plan_topic(src, TopicState("orders", 6, {"retention.ms": "200"}), "orders", sync_configs=False, config_owner="west")
-    assert config_differences(owned) == ["cleanup.policy: target (default), source compact", "retention.ms: target 200, source 100"]
+    owned = plan_topic(
+        src, TopicState("orders", 6, {"retention.ms": "200"}), "orders", sync_configs=False, config_owner="west"
+    )
+    assert config_differences(owned) == [
+        "cleanup.policy: target (default), source compact",
+        "retention.ms: target 200, source 100",
+    ]
 
 
 def test_result_record_and_exception():
-    r = DqResult(False, ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"], "/x/index.html", "dq-1", 1700000000000, 4)
-    assert r.to_record() == {"run_id": "dq-1", "ts_ms": 1700000000000, "success": False, "checked_partitions": 4,
-                             "failed": ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"], "docs_path": "/x/index.html"}
+    r = DqResult(
+        False, ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"], "/x/index.html", "dq-1", 1700000000000, 4
+    )
+    assert r.to_record() == {
+        "run_id": "dq-1",
+        "ts_ms": 1700000000000,
+        "success": False,
+        "checked_partitions": 4,
+        "failed": ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"],
+        "docs_path": "/x/index.html",
+    }
     e = DataQualityFailed(r)
-    assert e.result is r and "FAILED, 4 topic-partition(s)" in str(e) and "missing=2" in str(e) and "/x/index.html" in str(e)
+    assert (
+        e.result is r
+        and "FAILED, 4 topic-partition(s)" in str(e)
+        and "missing=2" in str(e)
+        and "/x/index.html" in str(e)
+    )
 
 
 def test_suite_files_name_every_check():
     folder = Path(__file__).resolve().parents[2] / "expectations"
     docs = [json.loads(p.read_text()) for p in sorted(folder.glob("kafka_dr_*.json"))]
     assert check_names(docs) == [
-        "counts_equal", "checksums_equal", "no_missing", "no_duplicates", "no_unexpected", "in_order",
-        "latency_p99_under_threshold", "provenance_not_own_cluster", "provenance_complete",
-        "schema_registry_equal", "topic_config_parity"]
+        "counts_equal",
+        "checksums_equal",
+        "no_missing",
+        "no_duplicates",
+        "no_unexpected",
+        "in_order",
+        "latency_p99_under_threshold",
+        "provenance_not_own_cluster",
+        "provenance_complete",
+        "schema_registry_equal",
+        "topic_config_parity",
+    ]

@@ -31,13 +31,16 @@ def _replicate_conf(tmp_path, spark_block: str) -> dict:
     from kafka_dr.airflow.replication_dag import build_replication_dag
 
     path = tmp_path / "dr.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(
+        textwrap.dedent("""\
         clusters:
           east: {bootstrap_servers: "192.0.2.1:9092"}
           west: {bootstrap_servers: "192.0.2.2:9092"}
         flows:
           - {source: east, target: west}
-    """) + spark_block)
+    """)
+        + spark_block
+    )
     cfg = load_config(path)
     dag = build_replication_dag(cfg, cfg.flows[0], str(path))
     return dag.get_task("replicate").conf

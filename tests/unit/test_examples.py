@@ -41,7 +41,11 @@ def test_active_active_example():
 
 def test_active_passive_example():
     cfg = load_config(EXAMPLES / "active-passive.yaml")
-    assert [(f.name, f.enabled) for f in cfg.flows] == [("prod_to_dr", True), ("audit_to_dr", True), ("dr_to_prod", False)]
+    assert [(f.name, f.enabled) for f in cfg.flows] == [
+        ("prod_to_dr", True),
+        ("audit_to_dr", True),
+        ("dr_to_prod", False),
+    ]
     audit = cfg.flows[1]
     assert (audit.mode, audit.schedule, audit.max_duration_seconds) == (FlowMode.INCREMENTAL, "15 * * * *", 1200)
     assert not cfg.flows[0].topics.selects("audit.logins") and audit.topics.selects("audit.logins")

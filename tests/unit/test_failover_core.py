@@ -2,7 +2,16 @@
 
 from kafka_dr.core.dr_state import DrState, newest
 from kafka_dr.core.failover import (
-    APPROXIMATE, EXACT, SourceTail, last_known_ends, latest_tails, rpo_entry, rpo_seconds, selected_partitions, tail_key, tail_value,
+    APPROXIMATE,
+    EXACT,
+    SourceTail,
+    last_known_ends,
+    latest_tails,
+    rpo_entry,
+    rpo_seconds,
+    selected_partitions,
+    tail_key,
+    tail_value,
 )
 
 
@@ -46,10 +55,13 @@ def test_rpo_without_the_source_is_a_lower_bound_from_the_last_count():
 
 
 def test_tails_and_the_current_selection():
-    recs = [(tail_key("e2w", "orders", 0), tail_value(SourceTail(3, 9, 2, 1))),
-            (tail_key("e2w", "orders", 0), tail_value(SourceTail(9, 10, 0, 2))),
-            (tail_key("w2e", "orders", 1), tail_value(SourceTail(1, 2, 1, 1))),
-            (b'["e2w","g","orders",0]', b'{"source_offset":4}'), (b"junk", b"{}")]
+    recs = [
+        (tail_key("e2w", "orders", 0), tail_value(SourceTail(3, 9, 2, 1))),
+        (tail_key("e2w", "orders", 0), tail_value(SourceTail(9, 10, 0, 2))),
+        (tail_key("w2e", "orders", 1), tail_value(SourceTail(1, 2, 1, 1))),
+        (b'["e2w","g","orders",0]', b'{"source_offset":4}'),
+        (b"junk", b"{}"),
+    ]
     assert latest_tails(recs, "e2w") == {("orders", 0): SourceTail(9, 10, 0, 2)}
     keys = {("orders", 0), ("old.topic", 0), ("orders", 1)}
     assert selected_partitions(keys, lambda t: t == "orders") == [("orders", 0), ("orders", 1)]
@@ -60,7 +72,12 @@ def test_state_round_trip_and_failover_transition():
     assert DrState.decode(s.encode()) == s
     assert DrState.decode(b"garbage") is None
     after = s.after_failover("east", "west", {"kind": "failover"})
-    assert (after.version, after.active_cluster, after.schema_primary, after.failed_clusters) == (4, "west", "west", ("east",))
+    assert (after.version, after.active_cluster, after.schema_primary, after.failed_clusters) == (
+        4,
+        "west",
+        "west",
+        ("east",),
+    )
     assert after.flow_stopped("east") and not after.flow_stopped("west")
     # failing over to a cluster that was marked failed clears it
     back = after.after_failover("west", "east", {})
@@ -68,5 +85,8 @@ def test_state_round_trip_and_failover_transition():
 
 
 def test_newest_state_wins():
-    assert newest([None, DrState(version=2, active_cluster="a"), DrState(version=5, active_cluster="b")]).active_cluster == "b"
+    assert (
+        newest([None, DrState(version=2, active_cluster="a"), DrState(version=5, active_cluster="b")]).active_cluster
+        == "b"
+    )
     assert newest([None, None]) == DrState()

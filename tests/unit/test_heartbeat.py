@@ -11,8 +11,13 @@ def test_heartbeat_round_trip_and_garbage():
 
 
 def test_newest_heartbeat_of_the_source_decides_the_age():
-    seen = [("east", Heartbeat("east", 10_000)), ("east", Heartbeat("east", 50_000)), (None, Heartbeat("west", 90_000)),
-            ("north", Heartbeat("north", 95_000)), ("east", Heartbeat("east", 40_000))]
+    seen = [
+        ("east", Heartbeat("east", 10_000)),
+        ("east", Heartbeat("east", 50_000)),
+        (None, Heartbeat("west", 90_000)),
+        ("north", Heartbeat("north", 95_000)),
+        ("east", Heartbeat("east", 40_000)),
+    ]
     lat = flow_latency("east_to_west", "east", "west", seen, now_ms=80_000, max_age_seconds=60)
     assert (lat.newest_emitted_ms, lat.age_seconds, lat.status, lat.loops) == (50_000, 30.0, "ok", 0)
     late = flow_latency("east_to_west", "east", "west", seen, now_ms=111_000, max_age_seconds=60)

@@ -34,7 +34,11 @@ def test_balanced_tree():
 
 def test_tree_flows_for_three():
     assert tree_flows([["east", "west"], "north"]) == [
-        ("east", "west"), ("west", "east"), ("east", "north"), ("west", "north"), ("north", "east"),
+        ("east", "west"),
+        ("west", "east"),
+        ("east", "north"),
+        ("west", "north"),
+        ("north", "east"),
     ]
 
 
@@ -48,7 +52,10 @@ def test_two_clusters_replicate_active_active_with_provenance():
     assert cfg.cluster("east").cluster_id == "id-east"
     assert cfg.cluster("west").cluster_id is None
     assert cfg.distribution is None
-    assert cfg.schema_mirror is not None and (cfg.schema_mirror.primary, cfg.schema_mirror.targets) == ("east", ("west",))
+    assert cfg.schema_mirror is not None and (cfg.schema_mirror.primary, cfg.schema_mirror.targets) == (
+        "east",
+        ("west",),
+    )
     assert cfg.spark.master == "local[2]"
 
 
@@ -83,6 +90,12 @@ def test_secure_and_proxied_clusters_get_an_internal_listener_and_advertise_the_
     doc = lab_config([east, west], {}, ca_file="/lab/tls/ca.pem")
     client = doc["clusters"]["east"]["client"]
     assert client["security.protocol"] == "SASL_SSL" and client["sasl.mechanisms"] == "SCRAM-SHA-512"
-    assert client["sasl.password"] == "${env:KAFKA_DR_LAB_SASL_PASSWORD}" and client["ssl.ca.location"] == "/lab/tls/ca.pem"
+    assert (
+        client["sasl.password"] == "${env:KAFKA_DR_LAB_SASL_PASSWORD}"
+        and client["ssl.ca.location"] == "/lab/tls/ca.pem"
+    )
     plain = lab_config(lab_clusters(2, 40000), {})
-    assert "client" not in plain["clusters"]["east"] and plain["clusters"]["east"]["bootstrap_servers"] == "127.0.0.1:40000"
+    assert (
+        "client" not in plain["clusters"]["east"]
+        and plain["clusters"]["east"]["bootstrap_servers"] == "127.0.0.1:40000"
+    )

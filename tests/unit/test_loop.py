@@ -37,7 +37,10 @@ def provenance_of(cluster: str, topic: str = "orders", partition: int = 3, offse
 def two_clusters(**flow) -> DrConfig:
     return parse_config(
         {
-            "clusters": {"east": {"bootstrap_servers": "127.0.0.1:19092"}, "west": {"bootstrap_servers": "127.0.0.1:19192"}},
+            "clusters": {
+                "east": {"bootstrap_servers": "127.0.0.1:19092"},
+                "west": {"bootstrap_servers": "127.0.0.1:19192"},
+            },
             "flows": [{"source": "east", "target": "west", **flow}, {"source": "west", "target": "east", **flow}],
         }
     )
@@ -54,7 +57,9 @@ PREFIX = two_clusters(loop_policy="prefix")
 
 THREE = parse_config(
     {
-        "clusters": {c: {"bootstrap_servers": f"127.0.0.1:{p}"} for c, p in (("east", 19092), ("west", 19192), ("north", 19292))},
+        "clusters": {
+            c: {"bootstrap_servers": f"127.0.0.1:{p}"} for c, p in (("east", 19092), ("west", 19192), ("north", 19292))
+        },
         "distribution": {"tree": [["east", "west"], "north"]},
         "flows": [
             {"source": s, "target": t, "loop_policy": "copy_flags"}
@@ -83,7 +88,14 @@ def test_target_topic_applies_the_flows_selection():
 
 @pytest.mark.parametrize(
     "topic",
-    ["__consumer_offsets", "__transaction_state", "_schemas", "mm2-offsets.west.internal", "heartbeats", "_kafka_dr.progress.east_to_west"],
+    [
+        "__consumer_offsets",
+        "__transaction_state",
+        "_schemas",
+        "mm2-offsets.west.internal",
+        "heartbeats",
+        "_kafka_dr.progress.east_to_west",
+    ],
 )
 @pytest.mark.parametrize("cfg", [NOT_TO_ORIGIN, PREFIX], ids=["provenance", "prefix"])
 def test_internal_topics_are_not_copied(cfg, topic):
@@ -371,8 +383,17 @@ def check_tree(cfg: DrConfig, logs: dict[str, list[Stored]], produced: list[tupl
                 continue
             p = Provenance.from_headers(copy.headers)
             assert (p.cluster, p.topic, p.partition, p.offset) == (origin, "orders", 0, local.offset)
-            assert Counter(k for k, _ in copy.headers) == Counter({"trace": 3, "nil": 1, "bin": 1, COPY_FLAGS: 1, **dict.fromkeys(
-                ["dr.origin", "dr.origin.topic", "dr.origin.part", "dr.origin.offset", "dr.origin.ts"], 1)})
+            assert Counter(k for k, _ in copy.headers) == Counter(
+                {
+                    "trace": 3,
+                    "nil": 1,
+                    "bin": 1,
+                    COPY_FLAGS: 1,
+                    **dict.fromkeys(
+                        ["dr.origin", "dr.origin.topic", "dr.origin.part", "dr.origin.offset", "dr.origin.ts"], 1
+                    ),
+                }
+            )
             # a later hop carries exactly the provenance of the copy it was made from
             if copy.came_from != origin:
                 parent = by_value[copy.came_from][value]
@@ -386,8 +407,14 @@ def test_lab_four_cluster_tree_reaches_every_cluster_exactly_once():
     cfg = lab_cfg(4)
     assert list(cfg.clusters) == ["east", "west", "north", "south"]
     assert sorted((f.source, f.target) for f in cfg.flows) == [
-        ("east", "north"), ("east", "west"), ("north", "east"), ("north", "south"),
-        ("south", "east"), ("south", "north"), ("west", "east"), ("west", "north"),
+        ("east", "north"),
+        ("east", "west"),
+        ("north", "east"),
+        ("north", "south"),
+        ("south", "east"),
+        ("south", "north"),
+        ("west", "east"),
+        ("west", "north"),
     ]
     produced = produced_on(cfg.clusters)
     logs = replicate(cfg, produced)
@@ -404,7 +431,9 @@ def test_lab_four_cluster_tree_one_record_at_a_time():
     cfg = lab_cfg(4)
     for origin in cfg.clusters:
         logs = replicate(cfg, [(origin, b"only")], waves=1)
-        assert {c: [copy_flags(r.headers) for r in log] for c, log in logs.items()} == {c: [f] for c, f in FOUR_FLAGS[origin].items()}
+        assert {c: [copy_flags(r.headers) for r in log] for c, log in logs.items()} == {
+            c: [f] for c, f in FOUR_FLAGS[origin].items()
+        }
 
 
 def test_three_cluster_tree():
@@ -427,6 +456,8 @@ def test_other_lab_trees(count):
 def test_the_simulation_catches_a_duplicate_flow():
     # a second flow into the same subtree would deliver twice: the checks above must see it
     cfg = lab_cfg(4)
-    extra = dataclasses.replace(next(f for f in cfg.flows if (f.source, f.target) == ("east", "north")), name="east_to_south", target="south")
+    extra = dataclasses.replace(
+        next(f for f in cfg.flows if (f.source, f.target) == ("east", "north")), name="east_to_south", target="south"
+    )
     logs = replicate(dataclasses.replace(cfg, flows=(*cfg.flows, extra)), [("east", b"x")], waves=1)
     assert [r.value for r in logs["south"]] == [b"x", b"x"]

@@ -10,8 +10,24 @@ from __future__ import annotations
 import pytest
 
 from kafka_dr.core.offsets import (
-    APPROXIMATE, EXACT, UNTRANSLATABLE, Hit, SyncedPosition, Translation, commit_decision, default_group_deny, group_selected,
-    latest_synced, latest_synced_positions, is_sync_commit, search, sync_commit_metadata, sync_key, sync_value, translate_by_timestamp, translate_from_candidates,
+    APPROXIMATE,
+    EXACT,
+    UNTRANSLATABLE,
+    Hit,
+    SyncedPosition,
+    Translation,
+    commit_decision,
+    default_group_deny,
+    group_selected,
+    is_sync_commit,
+    latest_synced,
+    latest_synced_positions,
+    search,
+    sync_commit_metadata,
+    sync_key,
+    sync_value,
+    translate_by_timestamp,
+    translate_from_candidates,
 )
 
 
@@ -35,9 +51,20 @@ def translate(rows, x, progress, target_range=None, source_range=None, behind_co
     tr = target_range or ((offs[0] if offs else 0), (offs[-1] + 1 if offs else 0))
     first_from, _ = partition(rows)
     found, earlier, _ = search(first_from, tr[0], tr[1], x)
-    return translate_from_candidates(group="g", topic="t", partition=0, source_offset=x, target_topic="t", target_range=tr,
-                                     progress=progress, found=found, earlier=earlier, source_range=source_range, origin="east",
-                                     behind_copied=behind_copied)
+    return translate_from_candidates(
+        group="g",
+        topic="t",
+        partition=0,
+        source_offset=x,
+        target_topic="t",
+        target_range=tr,
+        progress=progress,
+        found=found,
+        earlier=earlier,
+        source_range=source_range,
+        origin="east",
+        behind_copied=behind_copied,
+    )
 
 
 def brute(rows, x):
@@ -69,11 +96,11 @@ def test_x_zero_with_local_records_first():
 def test_compaction_gaps_on_source_and_target():
     # source compacted: origin offsets 10, 13, 20 survive; target compacted: target offsets gap too
     rows = [(0, 10), (4, 13), (9, None), (11, 20)]
-    assert translate(rows, 11, progress=21).target_offset == 4          # 11, 12 compacted away on source
+    assert translate(rows, 11, progress=21).target_offset == 4  # 11, 12 compacted away on source
     assert translate(rows, 14, progress=21).target_offset == 11
     r = translate(rows, 13, progress=21)
     assert (r.status, r.target_offset) == (EXACT, 4)
-    assert translate(rows, 21, progress=21).target_offset == 12          # end
+    assert translate(rows, 21, progress=21).target_offset == 12  # end
 
 
 def test_retention_truncated_source_still_exact_when_target_kept_it():
@@ -180,15 +207,42 @@ def test_binary_search_reads_few_records_and_matches_brute_force():
 
 
 def test_timestamp_fallback_is_approximate_with_margin():
-    r = translate_by_timestamp(group="g", topic="t", partition=0, source_offset=7, target_topic="t", target_end=50,
-                               source_ts_ms=1_000_000, margin_seconds=60, offset_for_ts=12)
+    r = translate_by_timestamp(
+        group="g",
+        topic="t",
+        partition=0,
+        source_offset=7,
+        target_topic="t",
+        target_end=50,
+        source_ts_ms=1_000_000,
+        margin_seconds=60,
+        offset_for_ts=12,
+    )
     assert (r.status, r.target_offset) == (APPROXIMATE, 12)
     assert "940000" in r.reason and "approximate" in r.reason
-    r = translate_by_timestamp(group="g", topic="t", partition=0, source_offset=7, target_topic="t", target_end=50,
-                               source_ts_ms=1_000_000, margin_seconds=60, offset_for_ts=-1)
+    r = translate_by_timestamp(
+        group="g",
+        topic="t",
+        partition=0,
+        source_offset=7,
+        target_topic="t",
+        target_end=50,
+        source_ts_ms=1_000_000,
+        margin_seconds=60,
+        offset_for_ts=-1,
+    )
     assert r.target_offset == 50
-    r = translate_by_timestamp(group="g", topic="t", partition=0, source_offset=7, target_topic="t", target_end=50,
-                               source_ts_ms=None, margin_seconds=60, offset_for_ts=None)
+    r = translate_by_timestamp(
+        group="g",
+        topic="t",
+        partition=0,
+        source_offset=7,
+        target_topic="t",
+        target_end=50,
+        source_ts_ms=None,
+        margin_seconds=60,
+        offset_for_ts=None,
+    )
     assert r.status == UNTRANSLATABLE and r.target_offset is None
 
 
@@ -243,9 +297,15 @@ def test_offset_sync_records_last_wins():
 def test_sync_records_keep_the_offset_in_records_and_the_targets_records_read():
     t = Translation("g", "t", 0, 41, "t", 30, EXACT, "", effective_offset=40, local_read_below=17)
     older = Translation("g", "t", 1, 9, "t", 3, EXACT, "")
-    recs = [(sync_key("f", "g", "t", 0), sync_value(t, True, 1)), (sync_key("f", "g", "t", 1), sync_value(older, True, 1)),
-            (b'{"tail":["f","t",0]}', b'{"copied_up_to":1,"end":2,"records":0}')]
-    assert latest_synced_positions(recs, "f", "g") == {("t", 0): SyncedPosition(41, 40, 17), ("t", 1): SyncedPosition(9)}
+    recs = [
+        (sync_key("f", "g", "t", 0), sync_value(t, True, 1)),
+        (sync_key("f", "g", "t", 1), sync_value(older, True, 1)),
+        (b'{"tail":["f","t",0]}', b'{"copied_up_to":1,"end":2,"records":0}'),
+    ]
+    assert latest_synced_positions(recs, "f", "g") == {
+        ("t", 0): SyncedPosition(41, 40, 17),
+        ("t", 1): SyncedPosition(9),
+    }
     assert Translation.from_dict(t.to_dict()) == t
 
 

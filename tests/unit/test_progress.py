@@ -69,7 +69,10 @@ def test_metadata_that_is_not_ours_decodes_to_empty(raw):
 def test_first_run_without_copies_starts_at_the_log_start():
     from kafka_dr.core.progress import lost_progress_starts
 
-    assert lost_progress_starts("east_to_west", "west", {("orders", 0): None, ("orders", 1): None}, allow_reset=False) == {}
+    assert (
+        lost_progress_starts("east_to_west", "west", {("orders", 0): None, ("orders", 1): None}, allow_reset=False)
+        == {}
+    )
 
 
 def test_copies_without_progress_are_refused_naming_every_partition():
@@ -79,8 +82,10 @@ def test_copies_without_progress_are_refused_naming_every_partition():
     with pytest.raises(ProgressLost) as info:
         lost_progress_starts("east_to_west", "west", copies, allow_reset=False)
     msg = str(info.value)
-    assert msg.startswith("flow east_to_west: no committed progress on west for orders[0] (last copy on west/orders[0] is of offset 41), "
-                          "orders[2] (last copy on west/orders[2] is of offset 7)")
+    assert msg.startswith(
+        "flow east_to_west: no committed progress on west for orders[0] (last copy on west/orders[0] is of offset 41), "
+        "orders[2] (last copy on west/orders[2] is of offset 7)"
+    )
     assert "--reset-progress" in msg and "orders[1]" not in msg
 
 

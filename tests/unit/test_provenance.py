@@ -150,8 +150,14 @@ def test_the_copiers_appender_writes_exactly_what_provenance_headers_says():
 
     add = provenance_appender("east")
     own = [("h", b"1"), ("h", None), ("bin", b"\x00\xff")]
-    cases = [(own, "t", 0, 5, 1000), (None, "t", 0, 6, 1000), ([], "t", 1, 7, 1000), (own, "u", 0, 8, 1001),
-             (own, "t", 0, 9, 1000), (None, "t", 1, 10, 999)]
+    cases = [
+        (own, "t", 0, 5, 1000),
+        (None, "t", 0, 6, 1000),
+        ([], "t", 1, 7, 1000),
+        (own, "u", 0, 8, 1001),
+        (own, "t", 0, 9, 1000),
+        (None, "t", 1, 10, 999),
+    ]
     for headers, topic, partition, offset, now_ms in cases:
         expected = [*(headers or ()), *provenance_headers("east", topic, partition, offset, now_ms)]
         got = add(headers, topic, partition, offset, now_ms)

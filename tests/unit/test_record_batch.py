@@ -6,10 +6,23 @@ import pytest
 from kafka_dr.core.record_batch import BATCH_HEADER_BYTES, own_batch_bytes, record_bytes, varint_bytes
 
 
-@pytest.mark.parametrize("n, size", [
-    (0, 1), (-1, 1), (63, 1), (-64, 1), (64, 2), (-65, 2), (8191, 2), (8192, 3),
-    (2**31 - 1, 5), (-2**31, 5), (1_700_000_000_000, 6), (2**63 - 1, 10),
-])
+@pytest.mark.parametrize(
+    "n, size",
+    [
+        (0, 1),
+        (-1, 1),
+        (63, 1),
+        (-64, 1),
+        (64, 2),
+        (-65, 2),
+        (8191, 2),
+        (8192, 3),
+        (2**31 - 1, 5),
+        (-(2**31), 5),
+        (1_700_000_000_000, 6),
+        (2**63 - 1, 10),
+    ],
+)
 def test_varints_are_zigzag_encoded(n, size):
     assert varint_bytes(n) == size
 

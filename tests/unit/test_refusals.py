@@ -33,8 +33,10 @@ def test_a_refusal_for_size_is_blamed_on_the_record_too_large_on_its_own_not_the
     chunk.delivered(6, H, TOO_LARGE, _report(b"x" * 30_000))
     # 61 + length 3 + (attributes, deltas 3 + key 2 + value 3 + 30,000 + header count 1 + header 4)
     assert (chunk.error_offset, chunk.blamed(), chunk.too_large_bytes) == (3, 5, 30_077)
-    assert chunk.reason("west", "orders", 20_000) == ("Broker: Message size too large (its own record batch is 30077 bytes, above "
-                                                      "west/orders's max.message.bytes of 20000)")
+    assert chunk.reason("west", "orders", 20_000) == (
+        "Broker: Message size too large (its own record batch is 30077 bytes, above "
+        "west/orders's max.message.bytes of 20000)"
+    )
 
 
 def test_a_refusal_for_size_with_no_record_too_large_on_its_own_is_blamed_on_none():
@@ -62,4 +64,7 @@ def test_a_chunk_that_was_not_precise_blames_no_record_until_redone():
 def test_a_record_refused_at_produce_is_blamed_with_its_size():
     chunk = Chunk(first_offset=0)
     chunk.refused_at_produce(7, TOO_LARGE, 1_500_100)
-    assert (chunk.blamed(), chunk.reason("west", "t", None)) == (7, "Broker: Message size too large (its own record batch is 1500100 bytes)")
+    assert (chunk.blamed(), chunk.reason("west", "t", None)) == (
+        7,
+        "Broker: Message size too large (its own record batch is 1500100 bytes)",
+    )

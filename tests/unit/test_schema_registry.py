@@ -65,12 +65,15 @@ def test_parse_keys():
     assert parse_key(b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}').subject == "s"
 
 
-@pytest.mark.parametrize("key, message", [
-    (None, "key is null"),
-    (b"not json", "key is not JSON"),
-    (b'{"subject":"s"}', "key has no 'keytype'"),
-    (b'{"keytype":"SCHEMA","subject":"s","magic":1}', "SCHEMA key needs a subject and an integer version"),
-])
+@pytest.mark.parametrize(
+    "key, message",
+    [
+        (None, "key is null"),
+        (b"not json", "key is not JSON"),
+        (b'{"subject":"s"}', "key has no 'keytype'"),
+        (b'{"keytype":"SCHEMA","subject":"s","magic":1}', "SCHEMA key needs a subject and an integer version"),
+    ],
+)
 def test_bad_keys(key, message):
     with pytest.raises(SchemaRecordError, match=message):
         parse_key(key)
@@ -98,18 +101,20 @@ def test_schema_value_missing_fields():
 
 
 def test_rebuild_later_records_win_and_tombstones_delete():
-    st = rebuild_state(records(
-        (GLOBAL_CONFIG_KEY, b'{"compatibilityLevel":"BACKWARD"}'),
-        (NOOP_KEY, None),
-        (skey("orders-value", 1), sval("orders-value", 1, 1, ORDERS_V1)),
-        (skey("orders-value", 2), sval("orders-value", 2, 2, ORDERS_V2)),
-        (skey("pay-value", 1), sval("pay-value", 1, 3, '"string"')),
-        (skey("pay-value", 1), sval("pay-value", 1, 3, '"string"', deleted=True)),  # soft delete
-        (skey("pay-value", 1), None),  # hard delete
-        (b'{"keytype":"CONFIG","subject":"orders-value","magic":0}', b'{"compatibilityLevel":"FULL"}'),
-        (b'{"keytype":"MODE","magic":0}', b'{"mode":"READWRITE"}'),
-        (GLOBAL_CONFIG_KEY, b'{"compatibilityLevel":"NONE"}'),
-    ))
+    st = rebuild_state(
+        records(
+            (GLOBAL_CONFIG_KEY, b'{"compatibilityLevel":"BACKWARD"}'),
+            (NOOP_KEY, None),
+            (skey("orders-value", 1), sval("orders-value", 1, 1, ORDERS_V1)),
+            (skey("orders-value", 2), sval("orders-value", 2, 2, ORDERS_V2)),
+            (skey("pay-value", 1), sval("pay-value", 1, 3, '"string"')),
+            (skey("pay-value", 1), sval("pay-value", 1, 3, '"string"', deleted=True)),  # soft delete
+            (skey("pay-value", 1), None),  # hard delete
+            (b'{"keytype":"CONFIG","subject":"orders-value","magic":0}', b'{"compatibilityLevel":"FULL"}'),
+            (b'{"keytype":"MODE","magic":0}', b'{"mode":"READWRITE"}'),
+            (GLOBAL_CONFIG_KEY, b'{"compatibilityLevel":"NONE"}'),
+        )
+    )
     assert sorted(st.subjects) == ["orders-value"]  # pay-value: every version hard-deleted
     assert {v: s.id for v, s in st.subjects["orders-value"].items()} == {1: 1, 2: 2}
     assert st.subjects["orders-value"][2].schema == ORDERS_V2
@@ -119,10 +124,12 @@ def test_rebuild_later_records_win_and_tombstones_delete():
 
 
 def test_soft_delete_keeps_the_version_marked():
-    st = rebuild_state(records(
-        (skey("s", 1), sval("s", 1, 5, '"int"')),
-        (skey("s", 1), sval("s", 1, 5, '"int"', deleted=True)),
-    ))
+    st = rebuild_state(
+        records(
+            (skey("s", 1), sval("s", 1, 5, '"int"')),
+            (skey("s", 1), sval("s", 1, 5, '"int"', deleted=True)),
+        )
+    )
     assert st.subjects["s"][1].deleted is True
     assert st.live_versions("s") == []
 
@@ -144,12 +151,14 @@ def test_delete_subject_soft_deletes_up_to_its_version_and_clear_subject_drops_t
 
 
 def test_unreadable_records_are_skipped_with_their_offset():
-    st = rebuild_state([
-        (0, b"garbage", b"x"),
-        (1, skey("s", 1), b"{broken"),
-        (2, skey("s", 1), sval("other", 1, 1, '"int"')),
-        (3, skey("s", 2), sval("s", 2, 7, '"int"')),
-    ])
+    st = rebuild_state(
+        [
+            (0, b"garbage", b"x"),
+            (1, skey("s", 1), b"{broken"),
+            (2, skey("s", 1), sval("other", 1, 1, '"int"')),
+            (3, skey("s", 2), sval("s", 2, 7, '"int"')),
+        ]
+    )
     assert list(st.subjects) == ["s"] and list(st.subjects["s"]) == [2]
     assert st.skipped[0].startswith("offset 0: key is not JSON")
     assert st.skipped[1].startswith("offset 1: SCHEMA value is not JSON")
@@ -159,7 +168,9 @@ def test_unreadable_records_are_skipped_with_their_offset():
 def test_unknown_key_types_are_kept_opaquely():
     ctx_key = b'{"keytype":"CONTEXT","tenant":"default","context":".eu","magic":0}'
     st = rebuild_state(records((ctx_key, b'{"tenant":"default","context":".eu"}')))
-    assert st.other == {'{"context":".eu","keytype":"CONTEXT","magic":0,"tenant":"default"}': '{"context":".eu","tenant":"default"}'}
+    assert st.other == {
+        '{"context":".eu","keytype":"CONTEXT","magic":0,"tenant":"default"}': '{"context":".eu","tenant":"default"}'
+    }
     assert rebuild_state(records((ctx_key, b"{}"), (ctx_key, None))).other == {}
 
 
@@ -174,22 +185,32 @@ def test_identity_template_passes_the_same_bytes():
 
 
 def test_renaming_changes_only_subjects():
-    value = (b'{"subject":"pay-value","version":2,"id":9,"schema":"syntax = \\"proto3\\";","schemaType":"PROTOBUF",'
-             b'"references":[{"name":"common.proto","subject":"common","version":1}],"deleted":false}')
+    value = (
+        b'{"subject":"pay-value","version":2,"id":9,"schema":"syntax = \\"proto3\\";","schemaType":"PROTOBUF",'
+        b'"references":[{"name":"common.proto","subject":"common","version":1}],"deleted":false}'
+    )
     k, v = rename_record(skey("pay-value", 2), value, "dr-{subject}")
     assert k == b'{"keytype":"SCHEMA","subject":"dr-pay-value","version":2,"magic":1}'
-    assert v == (b'{"subject":"dr-pay-value","version":2,"id":9,"schema":"syntax = \\"proto3\\";","schemaType":"PROTOBUF",'
-                 b'"references":[{"name":"common.proto","subject":"dr-common","version":1}],"deleted":false}')
+    assert v == (
+        b'{"subject":"dr-pay-value","version":2,"id":9,"schema":"syntax = \\"proto3\\";","schemaType":"PROTOBUF",'
+        b'"references":[{"name":"common.proto","subject":"dr-common","version":1}],"deleted":false}'
+    )
 
 
 def test_renaming_other_key_types():
     t = "dr-{subject}"
     # a hard-delete tombstone keeps its null value
-    assert rename_record(skey("s", 1), None, t) == (b'{"keytype":"SCHEMA","subject":"dr-s","version":1,"magic":1}', None)
-    assert rename_record(b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}', b'{"subject":"s","version":3}', t) == (
-        b'{"keytype":"DELETE_SUBJECT","subject":"dr-s","magic":0}', b'{"subject":"dr-s","version":3}')
+    assert rename_record(skey("s", 1), None, t) == (
+        b'{"keytype":"SCHEMA","subject":"dr-s","version":1,"magic":1}',
+        None,
+    )
+    assert rename_record(
+        b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}', b'{"subject":"s","version":3}', t
+    ) == (b'{"keytype":"DELETE_SUBJECT","subject":"dr-s","magic":0}', b'{"subject":"dr-s","version":3}')
     assert rename_record(b'{"keytype":"CONFIG","subject":"s","magic":0}', b'{"compatibilityLevel":"FULL"}', t) == (
-        b'{"keytype":"CONFIG","subject":"dr-s","magic":0}', b'{"compatibilityLevel":"FULL"}')
+        b'{"keytype":"CONFIG","subject":"dr-s","magic":0}',
+        b'{"compatibilityLevel":"FULL"}',
+    )
     # no subject (global config, NOOP) or not readable: unchanged, same bytes
     for key, value in [(GLOBAL_CONFIG_KEY, b'{"compatibilityLevel":"NONE"}'), (NOOP_KEY, None), (b"junk", b"x")]:
         k, v = rename_record(key, value, t)
@@ -253,7 +274,7 @@ def test_every_difference_is_named():
         "subject 'soft' version 1: soft-deleted on east, live on west",
         "subject 'typed' version 1: schema type PROTOBUF on east, JSON on west",
         'global config: {"compatibilityLevel":"BACKWARD"} on east, {"compatibilityLevel":"FULL"} on west',
-        "mode of subject 'orders-value': {\"mode\":\"READONLY\"} on east, none on west",
+        'mode of subject \'orders-value\': {"mode":"READONLY"} on east, none on west',
     ]
 
 

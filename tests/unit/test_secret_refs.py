@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_dr.core.secret_refs import MASK, Secret, SecretRef, UnresolvedSecret, env_resolver, is_secret_key, mask_config, parse_ref
+from kafka_dr.core.secret_refs import (
+    MASK,
+    Secret,
+    SecretRef,
+    UnresolvedSecret,
+    env_resolver,
+    is_secret_key,
+    mask_config,
+    parse_ref,
+)
 
 
 @pytest.mark.parametrize(
@@ -24,7 +33,20 @@ def test_parse_ref(value, ref):
 
 @pytest.mark.parametrize(
     "value",
-    ["hunter2", "${vault:x}", "${ENV:X}", "${env:}", "${env:X", "$env:X", "pre${env:X}", "${env:X}post", "${env:X}${env:Y}", None, 42, ["${env:X}"]],
+    [
+        "hunter2",
+        "${vault:x}",
+        "${ENV:X}",
+        "${env:}",
+        "${env:X",
+        "$env:X",
+        "pre${env:X}",
+        "${env:X}post",
+        "${env:X}${env:Y}",
+        None,
+        42,
+        ["${env:X}"],
+    ],
 )
 def test_not_a_ref(value):
     assert parse_ref(value) is None
@@ -69,7 +91,7 @@ def test_secret_is_masked_when_printed():
     s = Secret("hunter2")
     assert s.reveal() == "hunter2"
     assert repr(s) == str(s) == f"Secret({MASK})"
-    assert "hunter2" not in f"{s} {s!r} {[s]} {({'k': s})}"
+    assert "hunter2" not in f"{s} {s!r} {[s]} { ({'k': s}) }"
     assert "hunter2" not in format(s)
 
 

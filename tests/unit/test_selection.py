@@ -7,11 +7,27 @@ from kafka_dr.core.selection import EmptySelection, empty_selections, selected_d
 
 
 def config(east_allow, west_allow=(".*",), **extra):
-    return parse_config({
-        "clusters": {"east": {"bootstrap_servers": "e:9092"}, "west": {"bootstrap_servers": "w:9092"}},
-        "flows": [{"name": "east_to_west", "source": "east", "target": "west", "topics": {"allow": list(east_allow)}, **extra},
-                  {"name": "west_to_east", "source": "west", "target": "east", "topics": {"allow": list(west_allow)}, **extra}],
-    })
+    return parse_config(
+        {
+            "clusters": {"east": {"bootstrap_servers": "e:9092"}, "west": {"bootstrap_servers": "w:9092"}},
+            "flows": [
+                {
+                    "name": "east_to_west",
+                    "source": "east",
+                    "target": "west",
+                    "topics": {"allow": list(east_allow)},
+                    **extra,
+                },
+                {
+                    "name": "west_to_east",
+                    "source": "west",
+                    "target": "east",
+                    "topics": {"allow": list(west_allow)},
+                    **extra,
+                },
+            ],
+        }
+    )
 
 
 #: what a source holds besides data: the product's own topics and Kafka's internal ones
@@ -29,8 +45,10 @@ def test_a_selection_that_matches_nothing_is_found_per_flow():
     cfg = config(["nothing-matches-.*"])
     found = empty_selections(cfg, {"east": [*INTERNAL, "orders"], "west": [*INTERNAL, "orders"]})
     assert found == [EmptySelection("east_to_west", "east", ("nothing-matches-.*",), ())]
-    assert str(found[0]) == ("flow east_to_west selects no topics on east (allow ['nothing-matches-.*']): it copies only "
-                             "heartbeats; check topics.allow, or create the topics")
+    assert str(found[0]) == (
+        "flow east_to_west selects no topics on east (allow ['nothing-matches-.*']): it copies only "
+        "heartbeats; check topics.allow, or create the topics"
+    )
     # a topic that matches appears: the flow selects it
     assert empty_selections(cfg, {"east": ["nothing-matches-yet-here"], "west": ["orders"]}) == []
 
@@ -43,10 +61,19 @@ def test_a_source_that_was_not_read_is_not_judged_and_disabled_flows_are_left_ou
 
 
 def test_deny_and_an_empty_source_leave_nothing_selected():
-    cfg = parse_config({
-        "clusters": {"east": {"bootstrap_servers": "e:9092"}, "west": {"bootstrap_servers": "w:9092"}},
-        "flows": [{"name": "e2w", "source": "east", "target": "west", "topics": {"allow": ["orders.*"], "deny": [r"orders\.tmp"]}}],
-    })
+    cfg = parse_config(
+        {
+            "clusters": {"east": {"bootstrap_servers": "e:9092"}, "west": {"bootstrap_servers": "w:9092"}},
+            "flows": [
+                {
+                    "name": "e2w",
+                    "source": "east",
+                    "target": "west",
+                    "topics": {"allow": ["orders.*"], "deny": [r"orders\.tmp"]},
+                }
+            ],
+        }
+    )
     (e,) = empty_selections(cfg, {"east": ["orders.tmp", "payments"]})
     assert (e.allow, e.deny) == (("orders.*",), (r"orders\.tmp",)) and r"deny ['orders\\.tmp']" in str(e)
     assert len(empty_selections(cfg, {"east": []})) == 1

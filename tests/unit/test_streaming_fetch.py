@@ -33,6 +33,10 @@ def test_only_a_streaming_tasks_copier_gets_the_settings(tmp_path, monkeypatch):
     streaming = reader._copier(("stream", "orders", 0)).source_consumer_config()
     fixed = reader._copier().source_consumer_config()
     assert streaming["fetch.wait.max.ms"] == 40 and streaming["fetch.min.bytes"] == 256 * 1024
-    assert "fetch.min.bytes" not in fixed and fixed["fetch.wait.max.ms"] == RANGE_FETCH_WAIT_MS == 20  # librdkafka's 500 ms held the next range
-    assert streaming["fetch.queue.backoff.ms"] == fixed["fetch.queue.backoff.ms"] == FETCH_QUEUE_BACKOFF_MS == 20  # not 1,000
+    assert (
+        "fetch.min.bytes" not in fixed and fixed["fetch.wait.max.ms"] == RANGE_FETCH_WAIT_MS == 20
+    )  # librdkafka's 500 ms held the next range
+    assert (
+        streaming["fetch.queue.backoff.ms"] == fixed["fetch.queue.backoff.ms"] == FETCH_QUEUE_BACKOFF_MS == 20
+    )  # not 1,000
     assert streaming["isolation.level"] == fixed["isolation.level"] == "read_committed"

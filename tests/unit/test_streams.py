@@ -143,7 +143,9 @@ def test_a_failed_task_detaches_its_other_partitions():
     good, bad = FakeCopier(), FakeCopier(fail=RuntimeError("flow f: west refused t[1]@5"), fail_after=0.02)
     copiers = {("t", 0): good, ("t", 1): bad}
     with pytest.raises(RuntimeError, match="refused"):
-        streams.run_task([("t", 0, 0, "t"), ("t", 1, 0, "t")], 5, None, ("k",), copiers.__getitem__, lambda _tp: None, "f")
+        streams.run_task(
+            [("t", 0, 0, "t"), ("t", 1, 0, "t")], 5, None, ("k",), copiers.__getitem__, lambda _tp: None, "f"
+        )
     s = streams._streams[("k", "t", 0)]
     assert s.task_end <= time.monotonic() and not s.finished, "still copying, but between tasks"
 
@@ -163,8 +165,12 @@ class FakeTaskCopier:
     def copy(self, specs, until, on_commit, may_redo):
         self.copies += 1
         self.specs_seen.append([(s.topic, s.partition) for s in specs])
-        results = [RangeResult("f", s.topic, s.partition, s.target_topic, s.start, self.position.setdefault(s.partition, 100), s.end)
-                   for s in specs]
+        results = [
+            RangeResult(
+                "f", s.topic, s.partition, s.target_topic, s.start, self.position.setdefault(s.partition, 100), s.end
+            )
+            for s in specs
+        ]
         for r in results:
             on_commit(r, self.position[r.partition], [])
         while not until():
@@ -179,8 +185,16 @@ class FakeTaskCopier:
 
 
 def whole_task(copier, ranges, seconds=0.2):
-    return streams.run_task(ranges, seconds, None, ("k",), lambda key: copier if key == (streams.TASK,) else None,
-                            lambda _k: None, "f", whole=True)
+    return streams.run_task(
+        ranges,
+        seconds,
+        None,
+        ("k",),
+        lambda key: copier if key == (streams.TASK,) else None,
+        lambda _k: None,
+        "f",
+        whole=True,
+    )
 
 
 def test_a_whole_task_copies_all_its_partitions_in_one_copy_and_rows_chain_per_partition():
@@ -220,7 +234,9 @@ def test_a_stuck_whole_task_names_all_its_partitions(monkeypatch):
             return []
 
     with pytest.raises(RuntimeError, match=r"t\[0\], t\[1\]: a Kafka call did not return"):
-        streams.run_task([("t", 0, 0, "t"), ("t", 1, 0, "t")], 5, None, ("k",), lambda _k: Stuck(), forgotten.append, "f", whole=True)
+        streams.run_task(
+            [("t", 0, 0, "t"), ("t", 1, 0, "t")], 5, None, ("k",), lambda _k: Stuck(), forgotten.append, "f", whole=True
+        )
     assert forgotten == [(streams.TASK,)] and ("k", streams.TASK) not in streams._streams
 
 
@@ -293,8 +309,10 @@ def test_streaming_tasks_plan_a_batch_at_every_trigger_new_records_or_not():
     assert fixed.partitions({"t": {"0": 7, "1": 9}}, {"t": {"0": 7, "1": 9}}) == []
 
 
-@pytest.mark.parametrize("options, whole", [({}, True), ({"tasks": "1"}, True), ({"tasks": "2"}, False),
-                                            ({"tasks": "1", "transactions": "partition"}, False)])
+@pytest.mark.parametrize(
+    "options, whole",
+    [({}, True), ({"tasks": "1"}, True), ({"tasks": "2"}, False), ({"tasks": "1", "transactions": "partition"}, False)],
+)
 def test_only_a_single_task_copies_its_partitions_in_one_transaction(options, whole):
     """Task transactions need the one-task layout (kafka_dr.kafka.task_copier): with several tasks
     a partition could change task ids as partitions are added, and two task ids fence nothing."""
@@ -323,8 +341,14 @@ def test_a_row_counts_records_lost_before_the_first_copy_once_with_their_offsets
     result.read = result.written = 6
     tally.committed(lock, result, 10, [])
     first = tally.snapshot("f", 4)
-    assert (first["start"], first["end"], first["written"], first["lost_to_retention"], first["lost_first"], first["lost_last"]) == (
-        4, 10, 6, 4, 0, 3)
+    assert (
+        first["start"],
+        first["end"],
+        first["written"],
+        first["lost_to_retention"],
+        first["lost_first"],
+        first["lost_last"],
+    ) == (4, 10, 6, 4, 0, 3)
     result.read = result.written = 8
     tally.committed(lock, result, 12, [])
     second = tally.snapshot("f", 10)

@@ -3,8 +3,8 @@ once; only an empty queue waits, and only until the first record. A stand-in con
 plain values records every call (the copy itself is tested on the lab, tests/integration/
 test_task_copier.py)."""
 
-from kafka_dr.kafka.task_copier import FETCH_HOLD_MS, READ_MAX, TaskCopier, read_fetched
 from kafka_dr.core.config_load import parse_config
+from kafka_dr.kafka.task_copier import FETCH_HOLD_MS, READ_MAX, TaskCopier, read_fetched
 
 
 class Queue:
@@ -50,8 +50,12 @@ def test_a_full_read_takes_at_most_read_max_records():
 
 
 def test_the_source_broker_holds_a_fetch_within_a_chunks_time():
-    cfg = parse_config({"clusters": {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}},
-                        "flows": [{"name": "e2w", "source": "east", "target": "west", "topics": {"allow": ["orders"]}}]})
+    cfg = parse_config(
+        {
+            "clusters": {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}},
+            "flows": [{"name": "e2w", "source": "east", "target": "west", "topics": {"allow": ["orders"]}}],
+        }
+    )
     flow = cfg.flows[0]
     assert TaskCopier(cfg, flow).fetch_hold_ms == FETCH_HOLD_MS == 16  # chunks of 0.1 s by default
     assert TaskCopier(cfg, flow, chunk_seconds=0.01).fetch_hold_ms == 8  # never longer than most of a chunk

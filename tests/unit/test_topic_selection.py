@@ -7,7 +7,16 @@ import pytest
 from kafka_dr.core.config import TopicSelection
 from kafka_dr.core.config_load import parse_config
 
-INTERNAL = ["__consumer_offsets", "__transaction_state", "_schemas", "_kafka_dr.heartbeats", "mm2-offsets.east.internal", "heartbeats", "east.heartbeats", "connect-configs.internal"]
+INTERNAL = [
+    "__consumer_offsets",
+    "__transaction_state",
+    "_schemas",
+    "_kafka_dr.heartbeats",
+    "mm2-offsets.east.internal",
+    "heartbeats",
+    "east.heartbeats",
+    "connect-configs.internal",
+]
 
 
 def test_default_selects_everything_but_internal_topics():

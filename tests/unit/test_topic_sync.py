@@ -9,11 +9,16 @@ from kafka_dr.core.topic_sync import TopicState, config_owner, format_report, pl
 
 
 def two_clusters(flows=None, **extra):
-    return parse_config({
-        "clusters": {"east": {"bootstrap_servers": "127.0.0.1:19092"}, "west": {"bootstrap_servers": "127.0.0.1:19192"}},
-        "flows": flows or [{"source": "east", "target": "west"}, {"source": "west", "target": "east"}],
-        **extra,
-    })
+    return parse_config(
+        {
+            "clusters": {
+                "east": {"bootstrap_servers": "127.0.0.1:19092"},
+                "west": {"bootstrap_servers": "127.0.0.1:19192"},
+            },
+            "flows": flows or [{"source": "east", "target": "west"}, {"source": "west", "target": "east"}],
+            **extra,
+        }
+    )
 
 
 def test_missing_target_is_created_with_partitions_and_replicable_configs():
@@ -23,7 +28,8 @@ def test_missing_target_is_created_with_partitions_and_replicable_configs():
     assert dict(p.create_configs) == {"retention.ms": "86400000", "cleanup.policy": "compact"}
     assert p.changes and p.drift
     assert p.to_dict() == {
-        "source_topic": "orders", "target_topic": "orders",
+        "source_topic": "orders",
+        "target_topic": "orders",
         "created": {"partitions": 6, "configs": {"cleanup.policy": "compact", "retention.ms": "86400000"}},
     }
 
@@ -69,7 +75,9 @@ def test_config_removed_on_the_source_is_deleted_on_the_target():
 
 
 def test_excluded_differences_are_reported_never_set_nor_deleted():
-    src = TopicState("orders", 3, {"min.insync.replicas": "2", "message.timestamp.type": "LogAppendTime", "retention.ms": "1"})
+    src = TopicState(
+        "orders", 3, {"min.insync.replicas": "2", "message.timestamp.type": "LogAppendTime", "retention.ms": "1"}
+    )
     dst = TopicState("orders", 3, {"unclean.leader.election.enable": "true", "retention.ms": "1"})
     p = plan_topic(src, dst, "orders")
     assert not p.changes
@@ -105,21 +113,31 @@ def test_not_owned_target_reports_config_differences_but_still_grows():
     assert dict(p.not_owned) == {"retention.ms": ("1000", "2000"), "segment.ms": (None, "9")}
     assert p.to_dict()["not_owned"] == {
         "owner": "east",
-        "configs": {"retention.ms": {"source": "1000", "target": "2000"}, "segment.ms": {"source": None, "target": "9"}},
+        "configs": {
+            "retention.ms": {"source": "1000", "target": "2000"},
+            "segment.ms": {"source": None, "target": "9"},
+        },
     }
 
 
 def test_config_owner_is_the_source_of_the_first_flow_copying_the_topic_by_name():
     cfg = two_clusters()
     assert config_owner(cfg, "orders") == "east"
-    asym = two_clusters([
-        {"source": "east", "target": "west", "topics": {"allow": [r"orders\.eu"]}},
-        {"source": "west", "target": "east", "topics": {"allow": [r"orders\..*"]}},
-    ])
+    asym = two_clusters(
+        [
+            {"source": "east", "target": "west", "topics": {"allow": [r"orders\.eu"]}},
+            {"source": "west", "target": "east", "topics": {"allow": [r"orders\..*"]}},
+        ]
+    )
     assert config_owner(asym, "orders.eu") == "east"
     assert config_owner(asym, "orders.us") == "west"
     assert config_owner(asym, "payments") is None
-    prefix = two_clusters([{"source": "east", "target": "west", "loop_policy": "prefix"}, {"source": "west", "target": "east", "loop_policy": "prefix"}])
+    prefix = two_clusters(
+        [
+            {"source": "east", "target": "west", "loop_policy": "prefix"},
+            {"source": "west", "target": "east", "loop_policy": "prefix"},
+        ]
+    )
     assert config_owner(prefix, "orders") is None
 
 
@@ -141,8 +159,15 @@ def test_plan_flow_active_active_identity_writes_configs_one_way_only():
 
 def test_plan_flow_only_selected_topics_under_their_target_names():
     cfg = two_clusters(
-        [{"source": "east", "target": "west", "loop_policy": "prefix", "topics": {"allow": [r"orders.*"], "deny": [r"orders\.tmp"]}},
-         {"source": "west", "target": "east", "loop_policy": "prefix", "topics": {"allow": [r"orders.*"]}}],
+        [
+            {
+                "source": "east",
+                "target": "west",
+                "loop_policy": "prefix",
+                "topics": {"allow": [r"orders.*"], "deny": [r"orders\.tmp"]},
+            },
+            {"source": "west", "target": "east", "loop_policy": "prefix", "topics": {"allow": [r"orders.*"]}},
+        ],
         topic_config={"exclude": [r"retention\.bytes"]},
     )
     east = {
@@ -152,7 +177,10 @@ def test_plan_flow_only_selected_topics_under_their_target_names():
         "west.orders": TopicState("west.orders", 1),  # a remote topic: never copied back
         "__consumer_offsets": TopicState("__consumer_offsets", 50),
     }
-    west = {"orders": TopicState("orders", 9, {"retention.ms": "7"}), "east.orders": TopicState("east.orders", 1, {"retention.bytes": "1"})}
+    west = {
+        "orders": TopicState("orders", 9, {"retention.ms": "7"}),
+        "east.orders": TopicState("east.orders", 1, {"retention.bytes": "1"}),
+    }
     plan = plan_flow(cfg, cfg.flows[0], east, west)
     assert [(t.source_topic, t.target_topic) for t in plan.topics] == [("orders", "east.orders")]
     (t,) = plan.topics
@@ -170,13 +198,23 @@ def test_report_is_json_and_readable():
         "c": TopicState("c", 1),
         "d": TopicState("d", 1, {"segment.ms": "5"}),
     }
-    west = {"b": TopicState("b", 3, {"segment.ms": "8"}), "c": TopicState("c", 1), "d": TopicState("d", 1, {"segment.ms": "5"})}
+    west = {
+        "b": TopicState("b", 3, {"segment.ms": "8"}),
+        "c": TopicState("c", 1),
+        "d": TopicState("d", 1, {"segment.ms": "5"}),
+    }
     report = plan_flow(cfg, cfg.flows[0], east, west).to_report()
     assert json.loads(json.dumps(report)) == report
     assert report["in_sync"] == ["c", "d"]
     assert report["summary"] == {
-        "topics": 4, "created": 1, "partitions_raised": 0, "target_larger": 1, "configs_set": 0,
-        "configs_deleted": 1, "excluded_ignored": 1, "not_owned": 0,
+        "topics": 4,
+        "created": 1,
+        "partitions_raised": 0,
+        "target_larger": 1,
+        "configs_set": 0,
+        "configs_deleted": 1,
+        "excluded_ignored": 1,
+        "not_owned": 0,
     }
     text = format_report(report)
     assert text.splitlines()[0].startswith("flow east_to_west (east -> west): 4 topics, 1 created")
@@ -193,4 +231,7 @@ def test_report_of_the_reverse_flow_names_the_owner():
     east = {"a": TopicState("a", 1, {"retention.ms": "1"})}
     text = format_report(plan_flow(cfg, cfg.flows[1], west, east).to_report(applied=False))
     assert "[dry run]" in text.splitlines()[0]
-    assert "west/a -> east/a: retention.ms differs (source 2, target 1): not written back, east owns this topic's configs" in text
+    assert (
+        "west/a -> east/a: retention.ms differs (source 2, target 1): not written back, east owns this topic's configs"
+        in text
+    )

@@ -66,7 +66,10 @@ def test_every_fencing_producer_uses_them_and_a_copiers_own_producer_does_not(mo
     transactions.fence(cfg, flow, None, ["dr.east_to_west.task", "dr.east_to_west.orders.1"])
     own, *fencing = _Recorded.made
     assert [p.conf["transactional.id"] for p in _Recorded.made] == [
-        "dr.east_to_west.orders.0", "dr.east_to_west.task", "dr.east_to_west.orders.1"]
+        "dr.east_to_west.orders.0",
+        "dr.east_to_west.task",
+        "dr.east_to_west.orders.1",
+    ]
     assert all(p.conf["enable.sparse.connections"] is False for p in fencing)
     assert all(p.calls == ["init_transactions"] for p in fencing)
     # a known broker's connection first, asking for one topic's metadata, not the whole cluster's
@@ -112,11 +115,14 @@ class _Answers:
         return SimpleNamespace(orig_broker_id=answer)
 
 
-@pytest.mark.parametrize("answers, asked", [
-    ((1,), 1),                # the usual case: a known broker answers the first request
-    ((-1, 1, 1), 2),          # the bootstrap entry answered: ask again, a known broker connects
-    ((-1, -1, -1, 1), 3),     # at most three tries, then init_transactions goes ahead anyway
-])
+@pytest.mark.parametrize(
+    "answers, asked",
+    [
+        ((1,), 1),  # the usual case: a known broker answers the first request
+        ((-1, 1, 1), 2),  # the bootstrap entry answered: ask again, a known broker connects
+        ((-1, -1, -1, 1), 3),  # at most three tries, then init_transactions goes ahead anyway
+    ],
+)
 def test_connecting_asks_until_a_broker_known_by_id_answers(answers, asked):
     client = _Answers(*answers)
     connect_to_a_known_broker(client)

@@ -18,8 +18,9 @@ def test_a_workers_first_task_imports_before_it_copies_and_only_once(monkeypatch
 
     assert len(list(reader.read(RangePartition("t", 0, 0, 10, "t")))) == 1
     assert len(list(reader.read(StreamPartition([("t", 0, 0, "t")], 1.0)))) == 1
-    assert events == ["json", "no_such_module_kafka_dr", "range copy", "streaming task"], \
+    assert events == ["json", "no_such_module_kafka_dr", "range copy", "streaming task"], (
         "imported once, before the first copy; a missing module skipped"
+    )
     warmup.import_output_path_once.cache_clear()
 
 

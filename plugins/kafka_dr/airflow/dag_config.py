@@ -22,8 +22,15 @@ TAGS = ["kafka-dr"]
 DEFAULT_ARGS = {"owner": "kafka-dr", "retries": 2}
 
 
-def kafka_dr_dag(dag_id: str, description: str, schedule: str | None, doc_md: str | None, tags: tuple[str, ...] = (),
-                 default_args: dict | None = None, **kwargs):
+def kafka_dr_dag(
+    dag_id: str,
+    description: str,
+    schedule: str | None,
+    doc_md: str | None,
+    tags: tuple[str, ...] = (),
+    default_args: dict | None = None,
+    **kwargs,
+):
     """A kafka-dr DAG with the house settings: tagged ``kafka-dr``, retries by default, no
     catch-up, one run at a time (every kafka-dr DAG is idempotent but not concurrent-safe)."""
     import pendulum
@@ -46,7 +53,13 @@ def kafka_dr_dag(dag_id: str, description: str, schedule: str | None, doc_md: st
 def config_path() -> Path:
     raw = os.environ.get("KAFKA_DR_CONFIG")
     if not raw:
-        raise ConfigError([Problem("KAFKA_DR_CONFIG", "not set", "point it at your kafka-dr YAML (the lab writes .lab/kafka-dr.yaml)")])
+        raise ConfigError(
+            [
+                Problem(
+                    "KAFKA_DR_CONFIG", "not set", "point it at your kafka-dr YAML (the lab writes .lab/kafka-dr.yaml)"
+                )
+            ]
+        )
     return Path(raw)
 
 

@@ -49,13 +49,22 @@ def validate_clusters(cfg: DrConfig, flows: list[str] | None = None, topics: lis
 
 
 def build_data_quality_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag("dr_data_quality", "Data-quality expectations across clusters (Great Expectations); the failback gate",
-                      cfg.schedules.data_quality, __doc__, tags=("monitoring", "data-quality")) as dag:
+    with kafka_dr_dag(
+        "dr_data_quality",
+        "Data-quality expectations across clusters (Great Expectations); the failback gate",
+        cfg.schedules.data_quality,
+        __doc__,
+        tags=("monitoring", "data-quality"),
+    ) as dag:
 
-        @task(task_id="validate", retries=1, retry_delay=pendulum.duration(seconds=30),
-              on_failure_callback=failure_callbacks(cfg.alerts))
+        @task(
+            task_id="validate",
+            retries=1,
+            retry_delay=pendulum.duration(seconds=30),
+            on_failure_callback=failure_callbacks(cfg.alerts),
+        )
         def validate(**context) -> dict:
-            conf = (getattr(context.get("dag_run"), "conf", None) or {})
+            conf = getattr(context.get("dag_run"), "conf", None) or {}
             return validate_clusters(cfg, conf.get("flows"), conf.get("topics"))
 
         validate()

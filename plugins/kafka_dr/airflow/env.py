@@ -75,7 +75,12 @@ def connection_env(cfg: DrConfig) -> dict[str, str]:
     for name, c in cfg.clusters.items():
         extra = {k: v for k, v in c.client.items() if not isinstance(v, SecretRef) and not is_secret_key(k)}
         env[f"AIRFLOW_CONN_{cluster_conn_id(name).upper()}"] = json.dumps(
-            {"conn_type": "generic", "host": c.bootstrap_servers, "description": f"kafka-dr cluster {name}", "extra": extra}
+            {
+                "conn_type": "generic",
+                "host": c.bootstrap_servers,
+                "description": f"kafka-dr cluster {name}",
+                "extra": extra,
+            }
         )
     env[f"AIRFLOW_CONN_{cfg.spark.connection.upper()}"] = json.dumps({"conn_type": "spark", "host": cfg.spark.master})
     return env

@@ -25,27 +25,55 @@ from kafka_dr.core.failback import MODES, RESYNC
 def failback_params(cfg: DrConfig) -> dict:
     """The trigger form: which cluster is back, which served, how to copy back, dry run."""
     return {
-        "recovered_cluster": cluster_param(cfg, 0, "Recovered cluster", "The cluster that failed and is back (resync) or was "
-                                           "rebuilt empty (reseed). It becomes the active cluster again."),
+        "recovered_cluster": cluster_param(
+            cfg,
+            0,
+            "Recovered cluster",
+            "The cluster that failed and is back (resync) or was "
+            "rebuilt empty (reseed). It becomes the active cluster again.",
+        ),
         "surviving_cluster": cluster_param(cfg, 1, "Surviving cluster", "The cluster that served during the outage."),
-        "mode": Param(RESYNC, type="string", enum=list(MODES), title="Mode",
-                      description="resync: the recovered cluster kept its data. reseed: it is new and empty (fail-forward).",
-                      values_display={"resync": "resync: it came back with its data", "reseed": "reseed: it is new and empty"},
-                      section="What to copy"),
-        "topics": Param(".*", type="string", minLength=1, format="regex", title="Topics (regular expression)",
-                        description="Narrows the topics copied back, matched against the whole name; .* copies every "
-                                    "topic of the flows between the two.", section="What to copy"),
-        "consumer_groups": groups_param("Which consumer groups move back: a regular expression matched against the whole "
-                                        "group id; .* moves every group."),
+        "mode": Param(
+            RESYNC,
+            type="string",
+            enum=list(MODES),
+            title="Mode",
+            description="resync: the recovered cluster kept its data. reseed: it is new and empty (fail-forward).",
+            values_display={"resync": "resync: it came back with its data", "reseed": "reseed: it is new and empty"},
+            section="What to copy",
+        ),
+        "topics": Param(
+            ".*",
+            type="string",
+            minLength=1,
+            format="regex",
+            title="Topics (regular expression)",
+            description="Narrows the topics copied back, matched against the whole name; .* copies every "
+            "topic of the flows between the two.",
+            section="What to copy",
+        ),
+        "consumer_groups": groups_param(
+            "Which consumer groups move back: a regular expression matched against the whole "
+            "group id; .* moves every group."
+        ),
         "dry_run": dry_run_param("failback"),
-        "force": force_param("Even if the recovered cluster is not recorded as failed, or (reseed) already holds data."),
+        "force": force_param(
+            "Even if the recovered cluster is not recorded as failed, or (reseed) already holds data."
+        ),
     }
 
 
 def build_failback_dag(cfg: DrConfig) -> DAG:
     alerts = failure_callbacks(cfg.alerts)
-    with kafka_dr_dag("dr_failback", "Fail back to a recovered cluster: resync or reseed (triggered, with a form)", None, __doc__,
-                      tags=("failback",), params=failback_params(cfg), render_template_as_native_obj=True) as dag:
+    with kafka_dr_dag(
+        "dr_failback",
+        "Fail back to a recovered cluster: resync or reseed (triggered, with a form)",
+        None,
+        __doc__,
+        tags=("failback",),
+        params=failback_params(cfg),
+        render_template_as_native_obj=True,
+    ) as dag:
 
         def _args(context) -> dict:
             p = context["params"]
@@ -56,8 +84,15 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
             from kafka_dr.workflows.failback_flows import FailbackRun
 
             p = context["params"]
-            return FailbackRun(cfg, **_args(context), topics=p["topics"], groups=p["consumer_groups"],
-                               dry_run=bool(p["dry_run"]), force=bool(p["force"]), resolve=airflow_resolver())
+            return FailbackRun(
+                cfg,
+                **_args(context),
+                topics=p["topics"],
+                groups=p["consumer_groups"],
+                dry_run=bool(p["dry_run"]),
+                force=bool(p["force"]),
+                resolve=airflow_resolver(),
+            )
 
         @task(task_id="check_ready", retries=1, on_failure_callback=alerts)
         def check(**context) -> dict:
@@ -97,11 +132,20 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
             a = _args(context)
             dry = bool(context["params"]["dry_run"])
-            summary = {**a, "dry_run": dry, "check": checked, "copy": copied, "gate": gated, "consumer_groups": moved,
-                       "restart": restarted}
+            summary = {
+                **a,
+                "dry_run": dry,
+                "check": checked,
+                "copy": copied,
+                "gate": gated,
+                "consumer_groups": moved,
+                "restart": restarted,
+            }
             from kafka_dr.airflow.notifier import announce
 
-            subject = f"[kafka-dr] failback {a['survivor']} -> {a['recovered']} ({a['mode']}){' (dry run)' if dry else ''}"
+            subject = (
+                f"[kafka-dr] failback {a['survivor']} -> {a['recovered']} ({a['mode']}){' (dry run)' if dry else ''}"
+            )
             summary = announce(cfg.alerts, "failback", subject, format_summary(summary), summary)
             return summary
 

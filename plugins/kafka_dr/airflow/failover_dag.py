@@ -23,10 +23,18 @@ from kafka_dr.core.config import DrConfig
 def failover_params(cfg: DrConfig) -> dict:
     """The trigger form: which cluster failed, where consumers go, which groups, dry run."""
     return {
-        "failed_cluster": cluster_param(cfg, 0, "Failed cluster", "The cluster that is down: its consumers move away from it "
-                                        "and the flows reading from it stop."),
-        "surviving_cluster": cluster_param(cfg, 1, "Surviving cluster", "Where consumers resume; it becomes the active cluster "
-                                           "and the schema-registry primary."),
+        "failed_cluster": cluster_param(
+            cfg,
+            0,
+            "Failed cluster",
+            "The cluster that is down: its consumers move away from it and the flows reading from it stop.",
+        ),
+        "surviving_cluster": cluster_param(
+            cfg,
+            1,
+            "Surviving cluster",
+            "Where consumers resume; it becomes the active cluster and the schema-registry primary.",
+        ),
         "consumer_groups": groups_param(),
         "dry_run": dry_run_param("failover"),
         "force": force_param("Fail over even though the failed cluster still answers (stop its producers first!)."),
@@ -35,8 +43,15 @@ def failover_params(cfg: DrConfig) -> dict:
 
 def build_failover_dag(cfg: DrConfig) -> DAG:
     alerts = failure_callbacks(cfg.alerts)
-    with kafka_dr_dag("dr_failover", "Fail over from a failed cluster to a survivor (triggered, with a form)", None, __doc__,
-                      tags=("failover",), params=failover_params(cfg), render_template_as_native_obj=True) as dag:
+    with kafka_dr_dag(
+        "dr_failover",
+        "Fail over from a failed cluster to a survivor (triggered, with a form)",
+        None,
+        __doc__,
+        tags=("failover",),
+        params=failover_params(cfg),
+        render_template_as_native_obj=True,
+    ) as dag:
 
         def _args(context) -> tuple[str, str, bool]:
             p = context["params"]
@@ -48,8 +63,15 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
 
             p = context["params"]
             failed, survivor, dry = _args(context)
-            return FailoverRun(cfg, failed, survivor, groups=p["consumer_groups"], dry_run=dry, force=bool(p["force"]),
-                               resolve=airflow_resolver())
+            return FailoverRun(
+                cfg,
+                failed,
+                survivor,
+                groups=p["consumer_groups"],
+                dry_run=dry,
+                force=bool(p["force"]),
+                resolve=airflow_resolver(),
+            )
 
         @task(task_id="confirm_failed_cluster_down", retries=1)
         def confirm(**context) -> dict:
@@ -87,9 +109,17 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             from kafka_dr.workflows.failover import format_summary
 
             failed, survivor, dry = _args(context)
-            summary = {"failed": failed, "survivor": survivor, "dry_run": dry, "confirm_down": confirmed, "stop_flows": stopped,
-                       "consumer_groups": moved, "rpo": rpo_result, "record_active": recorded,
-                       "missing_records_at_least": sum(f["missing_records_at_least"] for f in rpo_result["flows"].values())}
+            summary = {
+                "failed": failed,
+                "survivor": survivor,
+                "dry_run": dry,
+                "confirm_down": confirmed,
+                "stop_flows": stopped,
+                "consumer_groups": moved,
+                "rpo": rpo_result,
+                "record_active": recorded,
+                "missing_records_at_least": sum(f["missing_records_at_least"] for f in rpo_result["flows"].values()),
+            }
             from kafka_dr.airflow.notifier import announce
 
             subject = f"[kafka-dr] failover {failed} -> {survivor}{' (dry run)' if dry else ''}"

@@ -29,7 +29,12 @@ def check_cluster(cfg: DrConfig, name: str) -> dict:
 
 
 def build_cluster_health_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag("dr_cluster_health", "Every configured Kafka cluster answers and has the expected cluster id", cfg.schedules.cluster_health, __doc__) as dag:
+    with kafka_dr_dag(
+        "dr_cluster_health",
+        "Every configured Kafka cluster answers and has the expected cluster id",
+        cfg.schedules.cluster_health,
+        __doc__,
+    ) as dag:
         for name in cfg.clusters:
 
             @task(task_id=f"check_{name}", retries=1)

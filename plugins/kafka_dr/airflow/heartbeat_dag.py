@@ -43,19 +43,25 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
         results[flow.name] = {**lat.to_dict(), "warnings": []}
         try:
             p = clients.producer(cfg.cluster(flow.target), resolve)
-            p.produce(cfg.names.metrics_topic, key=f"heartbeat:{flow.name}".encode(), value=json.dumps(lat.to_dict()).encode())
+            p.produce(
+                cfg.names.metrics_topic, key=f"heartbeat:{flow.name}".encode(), value=json.dumps(lat.to_dict()).encode()
+            )
             p.flush(10)
         except Exception:  # noqa: BLE001 - recording is best effort; the judgement below is not
             pass
         if lat.status == "missing":
-            problems.append(f"{flow.name} ({flow.source} -> {flow.target}): no heartbeat from {flow.source} has reached {flow.target}")
+            problems.append(
+                f"{flow.name} ({flow.source} -> {flow.target}): no heartbeat from {flow.source} has reached {flow.target}"
+            )
         elif lat.status == "late":
             problems.append(
                 f"{flow.name} ({flow.source} -> {flow.target}): newest heartbeat is {lat.age_seconds:.0f}s old "
                 f"(threshold {cfg.thresholds.heartbeat_max_age_seconds:.0f}s)"
             )
         if lat.loops:
-            problems.append(f"{flow.name}: {lat.loops} heartbeat(s) of {flow.target} came back to it: a replication loop")
+            problems.append(
+                f"{flow.name}: {lat.loops} heartbeat(s) of {flow.target} came back to it: a replication loop"
+            )
     empty, unread = read_selections(cfg, resolve)
     for e in empty:
         log.warning("%s", e)
@@ -69,7 +75,14 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
 
 
 def build_heartbeat_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag("dr_heartbeat", "Heartbeats on every cluster; replication latency per flow", cfg.schedules.heartbeat, __doc__, tags=("monitoring",), default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=10)}) as dag:
+    with kafka_dr_dag(
+        "dr_heartbeat",
+        "Heartbeats on every cluster; replication latency per flow",
+        cfg.schedules.heartbeat,
+        __doc__,
+        tags=("monitoring",),
+        default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=10)},
+    ) as dag:
         emits = []
         for name in cfg.clusters:
 

@@ -20,8 +20,14 @@ from kafka_dr.core.config import DrConfig
 
 
 def build_offset_sync_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag("dr_offset_sync", "Translate consumer-group offsets onto each flow's target", cfg.schedules.offset_sync, __doc__,
-                      tags=("offsets",), default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=10)}) as dag:
+    with kafka_dr_dag(
+        "dr_offset_sync",
+        "Translate consumer-group offsets onto each flow's target",
+        cfg.schedules.offset_sync,
+        __doc__,
+        tags=("offsets",),
+        default_args={"retries": 1, "retry_delay": pendulum.duration(seconds=10)},
+    ) as dag:
         for flow in cfg.flows:
             if not flow.enabled:
                 continue
@@ -33,7 +39,12 @@ def build_offset_sync_dag(cfg: DrConfig) -> DAG:
 
                 f = next(x for x in cfg.flows if x.name == flow_name)
                 rows = sync_group_offsets(cfg, f, airflow_resolver())
-                return {"flow": flow_name, "partitions": len(rows), "committed": sum(1 for r in rows if r["committed"]), "rows": rows}
+                return {
+                    "flow": flow_name,
+                    "partitions": len(rows),
+                    "committed": sum(1 for r in rows if r["committed"]),
+                    "rows": rows,
+                }
 
             sync_one()
     return dag

@@ -56,11 +56,22 @@ def preflight_or_fail(cfg: DrConfig, resolve=None) -> dict:
     if warnings:
         summary += f"; {len(warnings)} warning(s): " + "; ".join(map(str, warnings))
     log.info("%s", summary)
-    return {"status": "ok", "rules": list(RULES), "flows": flows, "summary": summary, "warnings": [w.to_dict() for w in warnings]}
+    return {
+        "status": "ok",
+        "rules": list(RULES),
+        "flows": flows,
+        "summary": summary,
+        "warnings": [w.to_dict() for w in warnings],
+    }
 
 
 def build_preflight_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag("dr_preflight", "Pre-flight validation: replicate, filter, config and cascade rules over every enabled flow", None, __doc__) as dag:
+    with kafka_dr_dag(
+        "dr_preflight",
+        "Pre-flight validation: replicate, filter, config and cascade rules over every enabled flow",
+        None,
+        __doc__,
+    ) as dag:
 
         @task(task_id="validate", retries=1)
         def validate() -> dict:

@@ -95,7 +95,9 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             state = read_state(cfg, resolve, skip=(flow.source,))
             if state.flow_stopped(flow.source, flow.target):
                 failed = flow.source if flow.source in state.failed_clusters else flow.target
-                raise AirflowSkipException(f"{failed} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback")
+                raise AirflowSkipException(
+                    f"{failed} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback"
+                )
             return preflight_or_fail(cfg, resolve)
 
         preflight() >> ReplicateFlowOperator(
@@ -108,9 +110,15 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             name=f"kafka-dr-{flow.name}",
             # the driver's JVM options in local mode (kafka_dr.spark.driver_options): the
             # connection is made from spark.master (`kafka-dr airflow env`), so that decides
-            conf={"spark.ui.showConsoleProgress": "false", **driver_java_options(cfg.spark.master, cfg.spark.conf), **dict(cfg.spark.conf)},
+            conf={
+                "spark.ui.showConsoleProgress": "false",
+                **driver_java_options(cfg.spark.master, cfg.spark.conf),
+                **dict(cfg.spark.conf),
+            },
             env_vars=_spark_env(),
-            on_failure_callback=failure_callbacks(cfg.alerts),  # the job gave up: a cluster stays unreachable, a refusal
+            on_failure_callback=failure_callbacks(
+                cfg.alerts
+            ),  # the job gave up: a cluster stays unreachable, a refusal
             retries=3,
             retry_delay=pendulum.duration(seconds=30),
         )

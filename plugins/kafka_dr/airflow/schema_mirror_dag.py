@@ -42,7 +42,9 @@ def verify_schemas(cfg: DrConfig, target: str) -> dict:
     if result.not_set_up:
         log.warning("schema mirror to %s: %s", target, result.not_set_up)
     for side, skipped in result.skipped.items():
-        log.warning("%s: %d record(s) a registry would skip as unreadable: %s", side, len(skipped), "; ".join(skipped[:20]))
+        log.warning(
+            "%s: %d record(s) a registry would skip as unreadable: %s", side, len(skipped), "; ".join(skipped[:20])
+        )
     if result.differences:
         sm = cfg.schema_mirror
         src, dst = cfg.cluster(sm.primary).schema_registry.topic, cfg.cluster(target).schema_registry.topic
@@ -56,12 +58,20 @@ def verify_schemas(cfg: DrConfig, target: str) -> dict:
 
 
 def build_schema_mirror_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag("dr_schema_mirror", "Mirror the schema registry topic from the primary cluster and verify the registry state", cfg.schedules.schema_mirror, __doc__) as dag:
+    with kafka_dr_dag(
+        "dr_schema_mirror",
+        "Mirror the schema registry topic from the primary cluster and verify the registry state",
+        cfg.schedules.schema_mirror,
+        __doc__,
+    ) as dag:
         if cfg.schema_mirror is None:
 
             @task(task_id="not_configured", retries=1)
             def not_configured() -> None:
-                log.info("schema mirroring is not configured (no 'schema_mirror' section in %s)", cfg.source_path or "the config")
+                log.info(
+                    "schema mirroring is not configured (no 'schema_mirror' section in %s)",
+                    cfg.source_path or "the config",
+                )
 
             not_configured()
             return dag

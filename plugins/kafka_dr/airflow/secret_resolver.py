@@ -28,7 +28,7 @@ def airflow_resolver():
         field = field or "password"
         if field.startswith("extra."):
             extra = conn.extra_dejson if hasattr(conn, "extra_dejson") else json.loads(conn.extra or "{}")
-            key = field[len("extra."):]
+            key = field[len("extra.") :]
             if key not in extra:
                 raise UnresolvedSecret(f"{ref}: connection {conn_id!r} has no extra field {key!r}")
             return str(extra[key])

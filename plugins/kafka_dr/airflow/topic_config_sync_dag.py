@@ -39,7 +39,12 @@ def sync_topic_configs(cfg: DrConfig, flow_name: str, dry_run: bool = False) -> 
 
 
 def build_topic_config_sync_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag("dr_topic_config_sync", "Create missing target topics, raise partition counts, sync topic configs incrementally; report drift", cfg.schedules.topic_config_sync, __doc__) as dag:
+    with kafka_dr_dag(
+        "dr_topic_config_sync",
+        "Create missing target topics, raise partition counts, sync topic configs incrementally; report drift",
+        cfg.schedules.topic_config_sync,
+        __doc__,
+    ) as dag:
         flows = [f for f in cfg.flows if f.enabled]
         for flow in flows:
 

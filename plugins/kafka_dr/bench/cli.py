@@ -17,58 +17,123 @@ from kafka_dr.bench.report import SYSTEMS
 #: Full runs measure latency in two rounds, the second in reverse order (report.round_schedule);
 #: --latency-seconds is each system's measured time over all its rounds. Each size's backlog is
 #: copied in two rounds as well (a fresh backlog of the same records per round), in the same order.
-QUICK = {"records": 5_000, "latency_rate": 1000, "latency_seconds": 2.0, "warmup_seconds": 0.5, "warmup_records": 0,
-         "latency_rounds": 1, "backlog_rounds": 1, "systems": ("ours", "mm2", "rawpipe")}
-FULL = {"records": 1_000_000, "latency_rate": 5000, "latency_seconds": 30.0, "warmup_seconds": 5.0, "warmup_records": 1_000_000,
-        "latency_rounds": 2, "backlog_rounds": 2, "systems": SYSTEMS}
+QUICK = {
+    "records": 5_000,
+    "latency_rate": 1000,
+    "latency_seconds": 2.0,
+    "warmup_seconds": 0.5,
+    "warmup_records": 0,
+    "latency_rounds": 1,
+    "backlog_rounds": 1,
+    "systems": ("ours", "mm2", "rawpipe"),
+}
+FULL = {
+    "records": 1_000_000,
+    "latency_rate": 5000,
+    "latency_seconds": 30.0,
+    "warmup_seconds": 5.0,
+    "warmup_records": 1_000_000,
+    "latency_rounds": 2,
+    "backlog_rounds": 2,
+    "systems": SYSTEMS,
+}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true", help=f"small run that only proves the benchmark works ({QUICK['records']:,} records)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"small run that only proves the benchmark works ({QUICK['records']:,} records)",
+    )
     p.add_argument("--records", type=int, default=None, help=f"backlog records per size (default {FULL['records']:,})")
     p.add_argument("--sizes", default="100,1024", help="value sizes in bytes, comma-separated (default 100,1024)")
     p.add_argument("--partitions", type=int, default=8)
-    p.add_argument("--latency-rate", type=int, default=None, help=f"steady records/s for the latency phase (default {FULL['latency_rate']:,})")
-    p.add_argument("--latency-seconds", type=float, default=None,
-                   help=f"each system's measured latency time over all rounds (default {FULL['latency_seconds']:g})")
-    p.add_argument("--latency-rounds", type=int, default=None,
-                   help=f"latency rounds, every other one in reverse system order (default {FULL['latency_rounds']}; "
-                        f"--quick measures all systems at once)")
-    p.add_argument("--backlog-rounds", type=int, default=None,
-                   help=f"backlog rounds per size, every other one in reverse system order, each on a fresh backlog of the same "
-                        f"records (default {FULL['backlog_rounds']}; --quick: 1)")
-    p.add_argument("--systems", default=None,
-                   help=f"which systems, comma-separated, of {','.join(SYSTEMS)} (default all; --quick: {','.join(QUICK['systems'])})")
-    p.add_argument("--dir", type=Path, default=None, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab); started if not running")
-    p.add_argument("--keep-topics", action="store_true", help="keep the run's topics on the lab (deleted at the end by default)")
-    p.add_argument("--warmup-records", type=int, default=None,
-                   help=f"unmeasured records through both brokers first (default {FULL['warmup_records']:,}; --quick: 0)")
-    p.add_argument("--base-port", type=int, default=None,
-                   help="first broker port if the lab has to be started (default $KAFKA_DR_LAB_BASE_PORT or 19092)")
+    p.add_argument(
+        "--latency-rate",
+        type=int,
+        default=None,
+        help=f"steady records/s for the latency phase (default {FULL['latency_rate']:,})",
+    )
+    p.add_argument(
+        "--latency-seconds",
+        type=float,
+        default=None,
+        help=f"each system's measured latency time over all rounds (default {FULL['latency_seconds']:g})",
+    )
+    p.add_argument(
+        "--latency-rounds",
+        type=int,
+        default=None,
+        help=f"latency rounds, every other one in reverse system order (default {FULL['latency_rounds']}; "
+        f"--quick measures all systems at once)",
+    )
+    p.add_argument(
+        "--backlog-rounds",
+        type=int,
+        default=None,
+        help=f"backlog rounds per size, every other one in reverse system order, each on a fresh backlog of the same "
+        f"records (default {FULL['backlog_rounds']}; --quick: 1)",
+    )
+    p.add_argument(
+        "--systems",
+        default=None,
+        help=f"which systems, comma-separated, of {','.join(SYSTEMS)} (default all; --quick: {','.join(QUICK['systems'])})",
+    )
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab); started if not running",
+    )
+    p.add_argument(
+        "--keep-topics", action="store_true", help="keep the run's topics on the lab (deleted at the end by default)"
+    )
+    p.add_argument(
+        "--warmup-records",
+        type=int,
+        default=None,
+        help=f"unmeasured records through both brokers first (default {FULL['warmup_records']:,}; --quick: 0)",
+    )
+    p.add_argument(
+        "--base-port",
+        type=int,
+        default=None,
+        help="first broker port if the lab has to be started (default $KAFKA_DR_LAB_BASE_PORT or 19092)",
+    )
 
 
 def run(a: argparse.Namespace) -> int:
+    import signal
+
     from kafka_dr.bench.report import json_line, table
     from kafka_dr.bench.run import run_bench
     from kafka_dr.lab.lab import Lab
 
-    import signal
-
     # SIGTERM unwinds like Ctrl-C, so the systems under test (own sessions) are stopped too
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
+    )
     preset = QUICK if a.quick else FULL
     systems, sizes = validated(a, preset)  # every argument before the lab starts
     lab = Lab(a.dir)
     config = lab.up(count=2, base_port=a.base_port)
-    flat = run_bench(config, lab.root / "bench", records=a.records or preset["records"],
-                     sizes=sizes, partitions=a.partitions,
-                     latency_rate=a.latency_rate or preset["latency_rate"], latency_seconds=a.latency_seconds or preset["latency_seconds"],
-                     warmup_seconds=preset["warmup_seconds"], systems=systems,
-                     one_start=a.quick, keep_topics=a.keep_topics,
-                     warmup_records=preset["warmup_records"] if a.warmup_records is None else a.warmup_records,
-                     latency_rounds=a.latency_rounds or preset["latency_rounds"],
-                     backlog_rounds=a.backlog_rounds or preset["backlog_rounds"])
+    flat = run_bench(
+        config,
+        lab.root / "bench",
+        records=a.records or preset["records"],
+        sizes=sizes,
+        partitions=a.partitions,
+        latency_rate=a.latency_rate or preset["latency_rate"],
+        latency_seconds=a.latency_seconds or preset["latency_seconds"],
+        warmup_seconds=preset["warmup_seconds"],
+        systems=systems,
+        one_start=a.quick,
+        keep_topics=a.keep_topics,
+        warmup_records=preset["warmup_records"] if a.warmup_records is None else a.warmup_records,
+        latency_rounds=a.latency_rounds or preset["latency_rounds"],
+        backlog_rounds=a.backlog_rounds or preset["backlog_rounds"],
+    )
     print(table(flat))
     print(json_line(flat), flush=True)
     return 0
@@ -84,15 +149,22 @@ def validated(a: argparse.Namespace, preset: dict) -> tuple[tuple[str, ...], lis
         systems = tuple(s.strip() for s in a.systems.split(",") if s.strip())
         unknown = [n for n in systems if n not in SYSTEMS]
         if unknown or not systems:
-            problems.append(f"--systems {a.systems!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(SYSTEMS)}")
+            problems.append(
+                f"--systems {a.systems!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(SYSTEMS)}"
+            )
     sizes = []
     for part in (x.strip() for x in a.sizes.split(",")):
         if part.isdigit() and int(part) > 0:
             sizes.append(int(part))
         else:
             problems.append(f"--sizes {a.sizes!r}: {part!r} is not a size in bytes (e.g. 100,1024)")
-    for flag, v in (("--latency-rounds", a.latency_rounds), ("--backlog-rounds", a.backlog_rounds), ("--records", a.records),
-                    ("--partitions", a.partitions), ("--latency-rate", a.latency_rate)):
+    for flag, v in (
+        ("--latency-rounds", a.latency_rounds),
+        ("--backlog-rounds", a.backlog_rounds),
+        ("--records", a.records),
+        ("--partitions", a.partitions),
+        ("--latency-rate", a.latency_rate),
+    ):
         if v is not None and v < 1:
             problems.append(f"{flag} {v}: must be at least 1")
     if a.latency_seconds is not None and a.latency_seconds <= 0:

@@ -44,15 +44,24 @@ def window_figures(a: CpuSample, b: CpuSample, records: int, ticks: int = TICKS)
     its CPU counts. Pure, for the unit tests."""
     seconds = b.at - a.at
     if seconds <= 0:
-        return {"cpu_busy_cores": None, "cpu_own_cores": None, "cpu_steal_cores": None, "cpu_idle_cores": None,
-                "cpu_us_per_record": None}
+        return {
+            "cpu_busy_cores": None,
+            "cpu_own_cores": None,
+            "cpu_steal_cores": None,
+            "cpu_idle_cores": None,
+            "cpu_us_per_record": None,
+        }
     d = [(y - x) / ticks / seconds for x, y in zip(a.machine, b.machine)]
     user, nice, system, idle, iowait, irq, softirq, steal = (d + [0.0] * 8)[:8]
     busy = user + nice + system + irq + softirq
     own = sum(v - a.own.get(pid, 0) for pid, v in b.own.items()) / ticks / seconds
-    return {"cpu_busy_cores": round(busy, 2), "cpu_own_cores": round(own, 2), "cpu_steal_cores": round(steal, 2),
-            "cpu_idle_cores": round(idle + iowait, 2),
-            "cpu_us_per_record": round(busy * seconds / records * 1e6, 1) if records > 0 else None}
+    return {
+        "cpu_busy_cores": round(busy, 2),
+        "cpu_own_cores": round(own, 2),
+        "cpu_steal_cores": round(steal, 2),
+        "cpu_idle_cores": round(idle + iowait, 2),
+        "cpu_us_per_record": round(busy * seconds / records * 1e6, 1) if records > 0 else None,
+    }
 
 
 def _machine() -> tuple[int, ...]:
@@ -65,7 +74,7 @@ def _ticks(pid: int) -> int | None:
         stat = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    rest = stat[stat.rindex(")") + 2:].split()
+    rest = stat[stat.rindex(")") + 2 :].split()
     return int(rest[11]) + int(rest[12])  # utime + stime
 
 

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafka_dr.core.config import ClusterConfig
 from kafka_dr.kafka.clients import client_config
 
+
 #: the few headers every benchmark record carries (an application's usual tracing headers)
 def _headers(i: int) -> list[tuple[str, bytes]]:
     return [("app", b"bench"), ("trace-id", b"%016x" % i), ("content-type", b"application/octet-stream")]
@@ -27,12 +28,20 @@ def value_of(i: int, size: int) -> bytes:
     """``size`` bytes: a sequence number, then bytes from a random pool (barely compressible)."""
     head = b"%012d" % i
     start = (i * 7919) % (len(_POOL) - size)
-    return head + _POOL[start:start + size - len(head)]
+    return head + _POOL[start : start + size - len(head)]
 
 
 def producer(cluster: ClusterConfig, **overrides) -> Producer:
-    conf = {"enable.idempotence": True, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000, "compression.type": "lz4",
-            "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 512 * 1024, **overrides}
+    conf = {
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 20,
+        "batch.size": 1_000_000,
+        "compression.type": "lz4",
+        "queue.buffering.max.messages": 500_000,
+        "queue.buffering.max.kbytes": 512 * 1024,
+        **overrides,
+    }
     return Producer(client_config(cluster, **conf))
 
 
@@ -50,8 +59,14 @@ def produce_backlog(cluster: ClusterConfig, topic: str, records: int, size: int,
     for i in range(records):
         while True:
             try:
-                p.produce(topic, key=b"k%08d" % (i % 100_000), value=value_of(i, size), headers=_headers(i),
-                          partition=i % partitions, on_delivery=on_delivery)
+                p.produce(
+                    topic,
+                    key=b"k%08d" % (i % 100_000),
+                    value=value_of(i, size),
+                    headers=_headers(i),
+                    partition=i % partitions,
+                    on_delivery=on_delivery,
+                )
                 break
             except BufferError:
                 p.poll(0.05)
@@ -101,8 +116,11 @@ def transactional_traffic(cluster: ClusterConfig, topic: str, partitions: int, s
 
 def end_offsets(admin: AdminClient, topic: str, partitions: int, committed: bool = False) -> list[int]:
     level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-    fs = admin.list_offsets({TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)}, isolation_level=level,
-                            request_timeout=10)
+    fs = admin.list_offsets(
+        {TopicPartition(topic, p): OffsetSpec.latest() for p in range(partitions)},
+        isolation_level=level,
+        request_timeout=10,
+    )
     return [fs[TopicPartition(topic, p)].result().offset for p in range(partitions)]
 
 
@@ -116,8 +134,16 @@ class Timeline:
     samples: list = field(default_factory=list)
 
 
-def watch_arrivals(cluster: ClusterConfig, topic: str, partitions: int, done, started: float, timeout: float,
-                   interval: float = 0.1, alive=lambda: True) -> Timeline:
+def watch_arrivals(
+    cluster: ClusterConfig,
+    topic: str,
+    partitions: int,
+    done,
+    started: float,
+    timeout: float,
+    interval: float = 0.1,
+    alive=lambda: True,
+) -> Timeline:
     """Poll the target's end offsets until ``done(total end offsets)`` says the copy is complete.
 
     ``done`` is the system's own completion test (offsets alone cannot tell for a transactional
@@ -145,15 +171,26 @@ def watch_arrivals(cluster: ClusterConfig, topic: str, partitions: int, done, st
         if now > deadline:
             raise TimeoutError(f"{cluster.name}/{topic}: not complete after {timeout:.0f}s ({total} offsets so far)")
         if not alive():
-            raise RuntimeError(f"{cluster.name}/{topic}: the system stopped before the copy was complete ({total} offsets so far)")
+            raise RuntimeError(
+                f"{cluster.name}/{topic}: the system stopped before the copy was complete ({total} offsets so far)"
+            )
         time.sleep(interval)
 
 
 def count_records(cluster: ClusterConfig, topic: str, partitions: int, timeout: float = 300.0) -> int:
     """Records a ``read_committed`` consumer sees in ``topic`` (what an application would read)."""
-    c = Consumer(client_config(cluster, **{"group.id": "kafka-dr-bench-count", "enable.auto.commit": False,
-                                            "isolation.level": "read_committed", "enable.partition.eof": True,
-                                            "fetch.max.bytes": 64 * 1024 * 1024}))
+    c = Consumer(
+        client_config(
+            cluster,
+            **{
+                "group.id": "kafka-dr-bench-count",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "fetch.max.bytes": 64 * 1024 * 1024,
+            },
+        )
+    )
     try:
         c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
         eof: set[int] = set()
@@ -193,8 +230,14 @@ class SteadyProducer(threading.Thread):
             due = int((time.monotonic() - t0) * self.rate)
             while self.sent < due:
                 i = self.sent
-                self.p.produce(self.topic, key=b"k%08d" % i, value=value_of(i, self.size), headers=_headers(i),
-                               partition=i % self.partitions, timestamp=int(time.time() * 1000))
+                self.p.produce(
+                    self.topic,
+                    key=b"k%08d" % i,
+                    value=value_of(i, self.size),
+                    headers=_headers(i),
+                    partition=i % self.partitions,
+                    timestamp=int(time.time() * 1000),
+                )
                 self.sent += 1
             self.p.poll(0)
             time.sleep(0.002)
@@ -218,8 +261,17 @@ class ArrivalProbe(threading.Thread):
         self._halt = threading.Event()
 
     def run(self) -> None:
-        c = Consumer(client_config(self.cluster, **{"group.id": "kafka-dr-bench-probe", "enable.auto.commit": False,
-                                                     "isolation.level": "read_committed", "fetch.wait.max.ms": 10}))
+        c = Consumer(
+            client_config(
+                self.cluster,
+                **{
+                    "group.id": "kafka-dr-bench-probe",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "fetch.wait.max.ms": 10,
+                },
+            )
+        )
         try:
             c.assign([TopicPartition(self.topic, p, -2) for p in range(self.partitions)])
             while not self._halt.is_set():

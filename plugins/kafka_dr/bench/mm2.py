@@ -35,12 +35,24 @@ class Mm2Settings:
 
     tasks: int = 8
     #: producer batching comparable to ours (transactions.py: linger 10 ms, 1 MB batches, lz4, acks=all, idempotent)
-    producer: dict[str, str] = field(default_factory=lambda: {
-        "linger.ms": "10", "batch.size": "1000000", "compression.type": "lz4", "acks": "all", "enable.idempotence": "true",
-        "buffer.memory": "134217728"})
-    consumer: dict[str, str] = field(default_factory=lambda: {
-        "max.poll.records": "5000", "fetch.max.bytes": "67108864", "max.partition.fetch.bytes": "8388608",
-        "isolation.level": "read_committed"})
+    producer: dict[str, str] = field(
+        default_factory=lambda: {
+            "linger.ms": "10",
+            "batch.size": "1000000",
+            "compression.type": "lz4",
+            "acks": "all",
+            "enable.idempotence": "true",
+            "buffer.memory": "134217728",
+        }
+    )
+    consumer: dict[str, str] = field(
+        default_factory=lambda: {
+            "max.poll.records": "5000",
+            "fetch.max.bytes": "67108864",
+            "max.partition.fetch.bytes": "8388608",
+            "isolation.level": "read_committed",
+        }
+    )
     checkpoints: bool = False
     sync_group_offsets: bool = False
     interval_seconds: int = 1
@@ -70,8 +82,17 @@ def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: s
         f"tasks.max = {s.tasks}",
         # a single-broker lab: every internal topic with one replica
         "replication.factor = 1",
-        *(f"{t}.replication.factor = 1" for t in ("offset-syncs.topic", "heartbeats.topic", "checkpoints.topic",
-                                                  "offset.storage", "status.storage", "config.storage")),
+        *(
+            f"{t}.replication.factor = 1"
+            for t in (
+                "offset-syncs.topic",
+                "heartbeats.topic",
+                "checkpoints.topic",
+                "offset.storage",
+                "status.storage",
+                "config.storage",
+            )
+        ),
         "sync.topic.acls.enabled = false",
         f"{b}.group.id = {s.run_id}",
         f"offset.storage.topic = {s.run_id}-offsets.internal",
@@ -86,8 +107,15 @@ def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: s
         *([f"offset.lag.max = {s.offset_lag_max}"] if s.offset_lag_max is not None else []),
         *([f"replication.policy.separator = {s.separator}"] if s.separator != "." else []),
         # exactly-once needs the workers' internal REST API (KIP-710), here on a free loopback port
-        *([f"{b}.exactly.once.source.support = enabled", "dedicated.mode.enable.internal.rest = true",
-           "listeners = http://127.0.0.1:0"] if s.exactly_once else []),
+        *(
+            [
+                f"{b}.exactly.once.source.support = enabled",
+                "dedicated.mode.enable.internal.rest = true",
+                "listeners = http://127.0.0.1:0",
+            ]
+            if s.exactly_once
+            else []
+        ),
         *(f"{b}.producer.{k} = {v}" for k, v in s.producer.items()),
         *(f"{a}.consumer.{k} = {v}" for k, v in s.consumer.items()),
         *(f"{k} = {v}" for k, v in s.extra.items()),
@@ -102,8 +130,15 @@ class MirrorMaker2:
     exit. Its log is ``<workdir>/mm2.log``; errors quote its tail.
     """
 
-    def __init__(self, workdir: Path, source: ClusterConfig, target: ClusterConfig, topics_regex: str,
-                 settings: Mm2Settings | None = None, kafka_version: str | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        source: ClusterConfig,
+        target: ClusterConfig,
+        topics_regex: str,
+        settings: Mm2Settings | None = None,
+        kafka_version: str | None = None,
+    ) -> None:
         self.workdir = Path(workdir)
         self.source, self.target = source, target
         self.topics_regex = topics_regex
@@ -134,11 +169,20 @@ class MirrorMaker2:
 
     def command(self) -> list[str]:
         jars = ensure_jars(self.kafka_version) if self.kafka_version else ensure_jars()
-        return ["java", *HEAP.split(), f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.dr.log={self.log_file}",
-                "-cp", f"{jars}/*", "org.apache.kafka.connect.mirror.MirrorMaker", str(self.properties_file),
-                "--clusters", self.target.name]
+        return [
+            "java",
+            *HEAP.split(),
+            f"-Dlog4j2.configurationFile={LOG4J}",
+            f"-Dkafka.dr.log={self.log_file}",
+            "-cp",
+            f"{jars}/*",
+            "org.apache.kafka.connect.mirror.MirrorMaker",
+            str(self.properties_file),
+            "--clusters",
+            self.target.name,
+        ]
 
-    def start(self) -> "MirrorMaker2":
+    def start(self) -> MirrorMaker2:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.properties_file.write_text(mm2_properties(self.source, self.target, self.topics_regex, self.settings))
         console = open(self.workdir / "mm2.console.log", "ab")
@@ -173,7 +217,7 @@ class MirrorMaker2:
                 self.proc.wait(10)
         return self.proc.returncode
 
-    def __enter__(self) -> "MirrorMaker2":
+    def __enter__(self) -> MirrorMaker2:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -198,7 +242,7 @@ def _string(buf: bytes, pos: int) -> tuple[str, int]:
     pos += 2
     if n < 0:
         return "", pos
-    return buf[pos:pos + n].decode(), pos + n
+    return buf[pos : pos + n].decode(), pos + n
 
 
 def decode_checkpoint(key: bytes, value: bytes) -> Mm2Checkpoint:

@@ -25,7 +25,7 @@ def _parents() -> dict[int, int]:
         except OSError:
             continue
         # the command name sits in parentheses and may itself contain spaces or parentheses
-        rest = stat[stat.rindex(")") + 2:].split()
+        rest = stat[stat.rindex(")") + 2 :].split()
         out[int(d)] = int(rest[1])
     return out
 

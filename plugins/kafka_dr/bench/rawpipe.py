@@ -21,14 +21,28 @@ import sys
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-PRODUCER = {"enable.idempotence": True, "acks": "all", "linger.ms": 10, "batch.size": 1_000_000, "compression.type": "lz4",
-            "queue.buffering.max.messages": 500_000, "queue.buffering.max.kbytes": 512 * 1024}
+PRODUCER = {
+    "enable.idempotence": True,
+    "acks": "all",
+    "linger.ms": 10,
+    "batch.size": 1_000_000,
+    "compression.type": "lz4",
+    "queue.buffering.max.messages": 500_000,
+    "queue.buffering.max.kbytes": 512 * 1024,
+}
 #: the copiers' fetch settings, ``fetch.queue.backoff.ms`` included (20 ms instead of librdkafka's
 #: 1,000: kafka_dr.kafka.copy_tuning.FETCH_QUEUE_BACKOFF_MS); with the default, the raw pipe copied
 #: 197,000-203,000 records/s of 100 B here, with 20 ms 255,000-266,000 (two runs each)
-CONSUMER = {"group.id": "kafka-dr-bench-rawpipe", "enable.auto.commit": False, "isolation.level": "read_committed",
-            "enable.partition.eof": True, "fetch.max.bytes": 64 * 1024 * 1024, "max.partition.fetch.bytes": 8 * 1024 * 1024,
-            "queued.max.messages.kbytes": 256 * 1024, "fetch.queue.backoff.ms": 20}
+CONSUMER = {
+    "group.id": "kafka-dr-bench-rawpipe",
+    "enable.auto.commit": False,
+    "isolation.level": "read_committed",
+    "enable.partition.eof": True,
+    "fetch.max.bytes": 64 * 1024 * 1024,
+    "max.partition.fetch.bytes": 8 * 1024 * 1024,
+    "queued.max.messages.kbytes": 256 * 1024,
+    "fetch.queue.backoff.ms": 20,
+}
 
 
 def pipe(source: str, target: str, topics: list[str], target_prefix: str, partitions: int, until_end: bool) -> int:
@@ -56,7 +70,14 @@ def pipe(source: str, target: str, topics: list[str], target_prefix: str, partit
                 raise RuntimeError(f"{m.topic()}[{m.partition()}]: {err.str()}")
             while True:
                 try:
-                    produce(targets[m.topic()], m.value(), m.key(), m.partition(), timestamp=m.timestamp()[1], headers=m.headers())
+                    produce(
+                        targets[m.topic()],
+                        m.value(),
+                        m.key(),
+                        m.partition(),
+                        timestamp=m.timestamp()[1],
+                        headers=m.headers(),
+                    )
                     break
                 except BufferError:
                     p.poll(0.05)

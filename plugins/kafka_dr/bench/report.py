@@ -19,7 +19,16 @@ import json
 
 #: every system the bench knows, ours first (the ratios are ours / each other one)
 SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe")
-BACKLOG_METRICS = ("records_per_s", "mb_per_s", "copy_seconds", "startup_seconds", "records", "copied", "complete", "peak_rss_mb")
+BACKLOG_METRICS = (
+    "records_per_s",
+    "mb_per_s",
+    "copy_seconds",
+    "startup_seconds",
+    "records",
+    "copied",
+    "complete",
+    "peak_rss_mb",
+)
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb", "p99_ms_by_round")
 
 
@@ -49,9 +58,14 @@ def latency_figures(rounds: list[dict]) -> dict:
     the peak the highest, and each round's own p99."""
     samples = [x for r in rounds for x in r["latencies"]]
     rss = [r["peak_rss_mb"] for r in rounds if r.get("peak_rss_mb") is not None]
-    out = {"p50_ms": percentile(samples, 0.50), "p99_ms": percentile(samples, 0.99), "samples": len(samples),
-           "sent": sum(r["sent"] for r in rounds), "peak_rss_mb": max(rss) if rss else None,
-           "p99_ms_by_round": [percentile(r["latencies"], 0.99) for r in rounds]}
+    out = {
+        "p50_ms": percentile(samples, 0.50),
+        "p99_ms": percentile(samples, 0.99),
+        "samples": len(samples),
+        "sent": sum(r["sent"] for r in rounds),
+        "peak_rss_mb": max(rss) if rss else None,
+        "p99_ms_by_round": [percentile(r["latencies"], 0.99) for r in rounds],
+    }
     if any("synced_mb" in r for r in rounds):
         out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
     return out
@@ -72,11 +86,17 @@ def backlog_figures(rounds: list[dict]) -> dict:
     records = sum(r["records"] for r in rounds)
     window = sum(r["copy_seconds"] for r in rounds)
     size_mb = sum(r["mb_per_s"] * r["copy_seconds"] for r in rounds)
-    out = {"records_per_s": round(records / window) if window > 0 else None,
-           "mb_per_s": round(size_mb / window, 2) if window > 0 else None,
-           "copy_seconds": round(window, 2), "startup_seconds": round(sum(r["startup_seconds"] for r in rounds) / len(rounds), 2),
-           "records": records, "copied": sum(r["copied"] for r in rounds), "complete": all(r["complete"] for r in rounds),
-           "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds), "records_per_s_by_round": [r["records_per_s"] for r in rounds]}
+    out = {
+        "records_per_s": round(records / window) if window > 0 else None,
+        "mb_per_s": round(size_mb / window, 2) if window > 0 else None,
+        "copy_seconds": round(window, 2),
+        "startup_seconds": round(sum(r["startup_seconds"] for r in rounds) / len(rounds), 2),
+        "records": records,
+        "copied": sum(r["copied"] for r in rounds),
+        "complete": all(r["complete"] for r in rounds),
+        "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds),
+        "records_per_s_by_round": [r["records_per_s"] for r in rounds],
+    }
     if any("synced_mb" in r for r in rounds):
         out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
     timed = [r for r in rounds if r.get("cpu_busy_cores") is not None]
@@ -84,8 +104,9 @@ def backlog_figures(rounds: list[dict]) -> dict:
         t = sum(r["copy_seconds"] for r in timed)
         for m in CPU_METRICS[:4]:
             out[m] = round(sum(r[m] * r["copy_seconds"] for r in timed) / t, 2)
-        out["cpu_us_per_record"] = round(sum(r["cpu_busy_cores"] * r["copy_seconds"] for r in timed) / sum(r["records"] for r in timed)
-                                         * 1e6, 1)
+        out["cpu_us_per_record"] = round(
+            sum(r["cpu_busy_cores"] * r["copy_seconds"] for r in timed) / sum(r["records"] for r in timed) * 1e6, 1
+        )
     return out
 
 
@@ -108,14 +129,25 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
         for phase in results["ours"]:
             metrics = ("p50_ms", "p99_ms") if phase == "latency" else ("records_per_s", "mb_per_s")
             for m in metrics:
-                out[f"ratio_ours_{other}_{phase}_{m}"] = ratio(results["ours"][phase].get(m), results[other].get(phase, {}).get(m))
+                out[f"ratio_ours_{other}_{phase}_{m}"] = ratio(
+                    results["ours"][phase].get(m), results[other].get(phase, {}).get(m)
+                )
     return out
 
 
 def expected_keys(systems, sizes) -> set[str]:
     """Every key the JSON line must carry for these systems and sizes."""
     phases = [f"s{s}" for s in sizes]
-    keys = {"bench", "records", "partitions", "sizes", "latency_rate", "latency_seconds", "latency_rounds", "backlog_rounds"}
+    keys = {
+        "bench",
+        "records",
+        "partitions",
+        "sizes",
+        "latency_rate",
+        "latency_seconds",
+        "latency_rounds",
+        "backlog_rounds",
+    }
     for sy in systems:
         keys.add(f"{sy}_guarantee")
         keys |= {f"{sy}_{ph}_{m}" for ph in phases for m in BACKLOG_METRICS}
@@ -143,39 +175,58 @@ def _rounds(n: int) -> str:
 def table(flat: dict) -> str:
     systems = [s for s in SYSTEMS if f"{s}_guarantee" in flat]
     sizes = flat["sizes"]
-    lines = [f"kafka-dr bench: {flat['records']:,} records per size, {flat['partitions']} partitions, 3 headers; "
-             f"latency at {flat['latency_rate']:,} records/s for {flat['latency_seconds']} s"
-             f"{_rounds(flat.get('latency_rounds', 1))}", ""]
-    head = (f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}{'copied':>11}{'all':>5}"
-            f"{'RSS MB':>8}  records/s by round")
+    lines = [
+        f"kafka-dr bench: {flat['records']:,} records per size, {flat['partitions']} partitions, 3 headers; "
+        f"latency at {flat['latency_rate']:,} records/s for {flat['latency_seconds']} s"
+        f"{_rounds(flat.get('latency_rounds', 1))}",
+        "",
+    ]
+    head = (
+        f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}{'copied':>11}{'all':>5}"
+        f"{'RSS MB':>8}  records/s by round"
+    )
     backlog_rounds = flat.get("backlog_rounds", 1)
-    lines += [f"Throughput (backlog{f', {backlog_rounds} rounds of every size, every other one in reverse order' if backlog_rounds > 1 else ''})",
-              head, "-" * len(head)]
+    lines += [
+        f"Throughput (backlog{f', {backlog_rounds} rounds of every size, every other one in reverse order' if backlog_rounds > 1 else ''})",
+        head,
+        "-" * len(head),
+    ]
     for size in sizes:
         for s in systems:
             k = f"{s}_s{size}_"
             by_round = " / ".join(_f(v) for v in flat.get(k + "records_per_s_by_round") or [])
-            lines.append(f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}{_f(flat.get(k + 'mb_per_s'), 1):>8}"
-                         f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
-                         f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}")
+            lines.append(
+                f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}{_f(flat.get(k + 'mb_per_s'), 1):>8}"
+                f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
+                f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}"
+            )
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
     if cpu_rows:
         head = f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'steal':>7}{'idle':>7}{'us/record':>11}"
-        lines += ["", "CPU over the copy window (cores; busy = the whole machine, own = the system's processes; us/record = busy CPU "
-                  "per record)", head, "-" * len(head)]
+        lines += [
+            "",
+            "CPU over the copy window (cores; busy = the whole machine, own = the system's processes; us/record = busy CPU "
+            "per record)",
+            head,
+            "-" * len(head),
+        ]
         for size, s in cpu_rows:
             k = f"{s}_s{size}_cpu_"
-            lines.append(f"{s:<9}{size:>7}{_f(flat.get(k + 'busy_cores'), 2):>7}{_f(flat.get(k + 'own_cores'), 2):>7}"
-                         f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
-                         f"{_f(flat.get(k + 'us_per_record'), 1):>11}")
+            lines.append(
+                f"{s:<9}{size:>7}{_f(flat.get(k + 'busy_cores'), 2):>7}{_f(flat.get(k + 'own_cores'), 2):>7}"
+                f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
+                f"{_f(flat.get(k + 'us_per_record'), 1):>11}"
+            )
     head = f"{'system':<9}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
     lines += ["", "End-to-end latency (steady load below saturation, 100 B)", head, "-" * len(head)]
     for s in systems:
         k = f"{s}_latency_"
         by_round = " / ".join(_f(v) for v in flat.get(k + "p99_ms_by_round") or [])
-        lines.append(f"{s:<9}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}{_f(flat.get(k + 'samples')):>10}"
-                     f"{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}")
-    ratios = [(k[len("ratio_"):], v) for k, v in flat.items() if k.startswith("ratio_")]
+        lines.append(
+            f"{s:<9}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}{_f(flat.get(k + 'samples')):>10}"
+            f"{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}"
+        )
+    ratios = [(k[len("ratio_") :], v) for k, v in flat.items() if k.startswith("ratio_")]
     if ratios:
         lines += ["", "Ratios (ours / other; throughput: higher is better, latency: lower is better)"]
         lines += [f"  {k:<40}{_f(v, 3)}" for k, v in ratios]

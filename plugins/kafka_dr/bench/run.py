@@ -52,13 +52,22 @@ from confluent_kafka.admin import AdminClient
 from kafka_dr.bench import disk, load
 from kafka_dr.bench.cpu import CpuWindow
 from kafka_dr.bench.procmem import PeakRss
-from kafka_dr.bench.report import BACKLOG_METRICS, LATENCY_METRICS, SYSTEMS, backlog_figures, flatten, latency_figures, round_schedule
+from kafka_dr.bench.report import (
+    BACKLOG_METRICS,
+    LATENCY_METRICS,
+    SYSTEMS,
+    backlog_figures,
+    flatten,
+    latency_figures,
+    round_schedule,
+)
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.topics import delete_topics, ensure_topic
 
 log = logging.getLogger("kafka_dr.bench")
+
 
 def failed(metrics, error: Exception, **known) -> dict:
     """A phase that failed: every figure present (``None``), the error's first line kept."""
@@ -90,14 +99,22 @@ def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, ti
     load.produce_backlog(east, topic, records, 100, partitions)
     ends = load.end_offsets(e_admin, topic, partitions)
     backlog_phase(RawPipe(cfg, workdir), topic, partitions, 100, ends, timeout)
-    txns = load.transactional_traffic(west, f"{topic}.txn", partitions, WARMUP_TRANSACTION_SECONDS, group=f"{topic}.txn")
-    say(f"[bench] brokers warmed up in {time.monotonic() - t0:.1f}s (not measured): {records:,} records produced and copied, "
-        f"{txns:,} transactions")
+    txns = load.transactional_traffic(
+        west, f"{topic}.txn", partitions, WARMUP_TRANSACTION_SECONDS, group=f"{topic}.txn"
+    )
+    say(
+        f"[bench] brokers warmed up in {time.monotonic() - t0:.1f}s (not measured): {records:,} records produced and copied, "
+        f"{txns:,} transactions"
+    )
 
 
 def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
-    makers = {"ours": lambda: Ours(cfg, workdir, config_path), "mm2": lambda: Mm2(cfg, workdir),
-              "mm2eos": lambda: Mm2ExactlyOnce(cfg, workdir), "rawpipe": lambda: RawPipe(cfg, workdir)}
+    makers = {
+        "ours": lambda: Ours(cfg, workdir, config_path),
+        "mm2": lambda: Mm2(cfg, workdir),
+        "mm2eos": lambda: Mm2ExactlyOnce(cfg, workdir),
+        "rawpipe": lambda: RawPipe(cfg, workdir),
+    }
     return [makers[n]() for n in names]
 
 
@@ -105,35 +122,57 @@ def _mb(b: int) -> int:
     return int(round(b / 1e6))
 
 
-def backlog_phase(system: System, topic: str, partitions: int, size: int, source_ends: list[int], timeout: float) -> dict:
+def backlog_phase(
+    system: System, topic: str, partitions: int, size: int, source_ends: list[int], timeout: float
+) -> dict:
     west = system.target
     started = time.monotonic()
     system.start(topic, partitions, continuous=False)
     rss = PeakRss(system.pid).start()
     cpu = CpuWindow(system.pid).start()
     try:
-        tl = load.watch_arrivals(west, system.target_topic(topic), partitions,
-                                 lambda total: system.done(topic, partitions, source_ends, total), started, timeout, alive=system.alive)
+        tl = load.watch_arrivals(
+            west,
+            system.target_topic(topic),
+            partitions,
+            lambda total: system.done(topic, partitions, source_ends, total),
+            started,
+            timeout,
+            alive=system.alive,
+        )
     except Exception as e:
-        raise RuntimeError(f"{system.name}: copying {topic}: {e}\n--- {system.name} log tail ---\n{system.log_tail()}") from None
+        raise RuntimeError(
+            f"{system.name}: copying {topic}: {e}\n--- {system.name} log tail ---\n{system.log_tail()}"
+        ) from None
     finally:
         cpu.stop()  # before the stop: a system's shutdown is not part of its copy window
         system.stop()
         peak = rss.stop()
-    return {**_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
-            "startup_seconds": round(tl.first - started, 2), "peak_rss_mb": _mb(peak),
-            **cpu.figures(tl.first, tl.done, sum(source_ends))}
+    return {
+        **_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
+        "startup_seconds": round(tl.first - started, 2),
+        "peak_rss_mb": _mb(peak),
+        **cpu.figures(tl.first, tl.done, sum(source_ends)),
+    }
 
 
 def _copy_figures(system: System, topic: str, partitions: int, size: int, records: int, tl: load.Timeline) -> dict:
     """Throughput over the copy window, and the copy counted as a ``read_committed`` reader sees it."""
     copied = load.count_records(system.target, system.target_topic(topic), partitions)
     window = max(tl.done - tl.first, 1e-3)
-    return {"records_per_s": round(records / window), "mb_per_s": round(records * size / window / 1e6, 2),
-            "copy_seconds": round(window, 2), "records": records, "copied": copied, "complete": copied == records}
+    return {
+        "records_per_s": round(records / window),
+        "mb_per_s": round(records * size / window / 1e6, 2),
+        "copy_seconds": round(window, 2),
+        "records": records,
+        "copied": copied,
+        "complete": copied == records,
+    }
 
 
-def latency_phase(system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float) -> dict:
+def latency_phase(
+    system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float
+) -> dict:
     """One round: the system started on a fresh ``topic``, measured, stopped; its samples
     (``latencies``), ``sent`` and ``peak_rss_mb``."""
     ensure_topic(AdminClient(client_config(system.source)), topic, partitions)
@@ -148,7 +187,9 @@ def latency_phase(system: System, topic: str, partitions: int, rate: float, seco
     return r
 
 
-def measure_latency(system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float) -> dict:
+def measure_latency(
+    system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float
+) -> dict:
     """Ping ``topic`` until the running system copies a record, then a steady load; the
     samples in ms (``latencies``) and ``sent`` (``peak_rss_mb`` is filled in by the caller)."""
     east, west = system.source, system.target
@@ -176,7 +217,9 @@ def measure_latency(system: System, topic: str, partitions: int, rate: float, se
         while probe.seen < pings + steady.sent and time.monotonic() < end:  # the tail
             time.sleep(0.2)
     except Exception as e:
-        raise RuntimeError(f"{system.name}: latency on {topic}: {e}\n--- {system.name} log tail ---\n{system.log_tail()}") from None
+        raise RuntimeError(
+            f"{system.name}: latency on {topic}: {e}\n--- {system.name} log tail ---\n{system.log_tail()}"
+        ) from None
     finally:
         if steady is not None and steady.is_alive():
             steady.stop()
@@ -184,11 +227,24 @@ def measure_latency(system: System, topic: str, partitions: int, rate: float, se
     return {"latencies": probe.latencies, "sent": steady.sent, "peak_rss_mb": None}
 
 
-def one_start_phases(sys_objs: list[System], run: str, records: int, sizes: list[int], partitions: int, latency_rate: int,
-                     latency_seconds: float, warmup_seconds: float, timeout: float, say=print) -> dict[str, dict[str, dict]]:
+def one_start_phases(
+    sys_objs: list[System],
+    run: str,
+    records: int,
+    sizes: list[int],
+    partitions: int,
+    latency_rate: int,
+    latency_seconds: float,
+    warmup_seconds: float,
+    timeout: float,
+    say=print,
+) -> dict[str, dict[str, dict]]:
     """Every system started once (all together), then every system's backlogs and latency, all at once."""
     e_admin = AdminClient(client_config(sys_objs[0].source))
-    topics = {s.name: {**{f"s{size}": f"{run}.{s.name}.s{size}" for size in sizes}, "latency": f"{run}.{s.name}.lat"} for s in sys_objs}
+    topics = {
+        s.name: {**{f"s{size}": f"{run}.{s.name}.s{size}" for size in sizes}, "latency": f"{run}.{s.name}.lat"}
+        for s in sys_objs
+    }
     for per in topics.values():
         for t in per.values():
             ensure_topic(e_admin, t, partitions)
@@ -210,10 +266,23 @@ def one_start_phases(sys_objs: list[System], run: str, records: int, sizes: list
                 except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
                     r = failed(BACKLOG_METRICS, e, records=records, complete=False)
                 results[s.name][f"s{size}"] = r
-                say(f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, copied {r['copied']}/{r['records']} (one start)")
+                say(
+                    f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, copied {r['copied']}/{r['records']} (one start)"
+                )
             try:
-                r = latency_figures([measure_latency(s, topics[s.name]["latency"], partitions, latency_rate, latency_seconds,
-                                                     warmup_seconds, timeout)])
+                r = latency_figures(
+                    [
+                        measure_latency(
+                            s,
+                            topics[s.name]["latency"],
+                            partitions,
+                            latency_rate,
+                            latency_seconds,
+                            warmup_seconds,
+                            timeout,
+                        )
+                    ]
+                )
             except Exception as e:  # noqa: BLE001 - as above
                 r = failed(LATENCY_METRICS, e)
             results[s.name]["latency"] = r
@@ -233,7 +302,9 @@ def one_start_phases(sys_objs: list[System], run: str, records: int, sizes: list
     return results
 
 
-def _wait_until_copying(systems: list[System], topics: dict[str, str], partitions: int, timeout: float) -> dict[str, float]:
+def _wait_until_copying(
+    systems: list[System], topics: dict[str, str], partitions: int, timeout: float
+) -> dict[str, float]:
     """Ping each system's ``topics[name]`` until a record arrives on its target; returns when
     (monotonic) each did. All at once, so no system's start-up waits for another's."""
     pinger = load.producer(systems[0].source, **{"linger.ms": 0})
@@ -263,19 +334,42 @@ def _wait_until_copying(systems: list[System], topics: dict[str, str], partition
             probe.stop()
 
 
-def _backlog_while_running(system: System, topic: str, partitions: int, size: int, records: int, timeout: float) -> dict:
+def _backlog_while_running(
+    system: System, topic: str, partitions: int, size: int, records: int, timeout: float
+) -> dict:
     t0 = time.monotonic()
     load.produce_backlog(system.source, topic, records, size, partitions)
     ends = load.end_offsets(AdminClient(client_config(system.source)), topic, partitions)
-    tl = load.watch_arrivals(system.target, system.target_topic(topic), partitions,
-                             lambda total: system.done(topic, partitions, ends, total), t0, timeout, alive=system.alive)
+    tl = load.watch_arrivals(
+        system.target,
+        system.target_topic(topic),
+        partitions,
+        lambda total: system.done(topic, partitions, ends, total),
+        t0,
+        timeout,
+        alive=system.alive,
+    )
     return {**_copy_figures(system, topic, partitions, size, records, tl), "startup_seconds": None, "peak_rss_mb": None}
 
 
-def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], partitions: int = 8,
-              latency_rate: int = 5000, latency_seconds: float = 30.0, warmup_seconds: float = 5.0,
-              systems: tuple[str, ...] = SYSTEMS, timeout: float = 900.0, say=print, one_start: bool = False,
-              keep_topics: bool = False, warmup_records: int = 0, latency_rounds: int = 1, backlog_rounds: int = 1) -> dict:
+def run_bench(
+    config_path: Path,
+    workdir: Path,
+    records: int,
+    sizes: list[int],
+    partitions: int = 8,
+    latency_rate: int = 5000,
+    latency_seconds: float = 30.0,
+    warmup_seconds: float = 5.0,
+    systems: tuple[str, ...] = SYSTEMS,
+    timeout: float = 900.0,
+    say=print,
+    one_start: bool = False,
+    keep_topics: bool = False,
+    warmup_records: int = 0,
+    latency_rounds: int = 1,
+    backlog_rounds: int = 1,
+) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
     cfg = load_config(config_path)
     run = f"bench.{uuid.uuid4().hex[:6]}"
@@ -284,28 +378,64 @@ def run_bench(config_path: Path, workdir: Path, records: int, sizes: list[int], 
         workdir = Path(workdir) / run
         sys_objs = make_systems(systems, cfg, Path(config_path), workdir)
         e_admin = AdminClient(client_config(east))
-        params = {"run": run, "records": records, "partitions": partitions, "sizes": list(sizes), "latency_rate": latency_rate,
-                  "latency_seconds": latency_seconds, "latency_rounds": 1 if one_start else latency_rounds,
-                  "backlog_rounds": 1 if one_start else backlog_rounds}
+        params = {
+            "run": run,
+            "records": records,
+            "partitions": partitions,
+            "sizes": list(sizes),
+            "latency_rate": latency_rate,
+            "latency_seconds": latency_seconds,
+            "latency_rounds": 1 if one_start else latency_rounds,
+            "backlog_rounds": 1 if one_start else backlog_rounds,
+        }
         if one_start:
-            results = one_start_phases(sys_objs, run, records, sizes, partitions, latency_rate, latency_seconds, warmup_seconds,
-                                       min(timeout, 300), say)
+            results = one_start_phases(
+                sys_objs,
+                run,
+                records,
+                sizes,
+                partitions,
+                latency_rate,
+                latency_seconds,
+                warmup_seconds,
+                min(timeout, 300),
+                say,
+            )
             return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
         if warmup_records > 0:
             warm_brokers(cfg, workdir, run, warmup_records, partitions, timeout, say)
         results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
         for size in sizes:
-            for s, r in backlog_rounds_phase(sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds,
-                                             timeout, say).items():
+            for s, r in backlog_rounds_phase(
+                sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds, timeout, say
+            ).items():
                 results[s][f"s{size}"] = r
-        for s, r in latency_rounds_phase(sys_objs, run, partitions, latency_rate, latency_seconds, warmup_seconds, latency_rounds,
-                                         min(timeout, 300), say).items():
+        for s, r in latency_rounds_phase(
+            sys_objs,
+            run,
+            partitions,
+            latency_rate,
+            latency_seconds,
+            warmup_seconds,
+            latency_rounds,
+            min(timeout, 300),
+            say,
+        ).items():
             results[s]["latency"] = r
         return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
 
 
-def backlog_rounds_phase(sys_objs: list[System], e_admin: AdminClient, topic: str, records: int, size: int, partitions: int,
-                         rounds: int, timeout: float, say=print) -> dict[str, dict]:
+def backlog_rounds_phase(
+    sys_objs: list[System],
+    e_admin: AdminClient,
+    topic: str,
+    records: int,
+    size: int,
+    partitions: int,
+    rounds: int,
+    timeout: float,
+    say=print,
+) -> dict[str, dict]:
     """Every system's backlog of ``size``-byte records in ``rounds`` rounds, in the order of
     :func:`~kafka_dr.bench.report.round_schedule`; each round copies a backlog of its own
     (``topic``, then ``topic.r<n>``: ours writes into the source topic's name, so a copy needs a
@@ -333,14 +463,25 @@ def backlog_rounds_phase(sys_objs: list[System], e_admin: AdminClient, topic: st
                 say(f"[bench] {s.name:<8} {step}: FAILED: {failures[s.name]['error']}")
                 continue
             done[s.name].append(r)
-            say(f"[bench] {s.name:<8} {step}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
+            say(
+                f"[bench] {s.name:<8} {step}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
                 f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, "
-                f"{synced} MB synced first; CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores")
+                f"{synced} MB synced first; CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores"
+            )
     return {s.name: failures.get(s.name) or backlog_figures(done[s.name]) for s in sys_objs}
 
 
-def latency_rounds_phase(sys_objs: list[System], run: str, partitions: int, rate: int, seconds: float, warmup: float,
-                         rounds: int, timeout: float, say=print) -> dict[str, dict]:
+def latency_rounds_phase(
+    sys_objs: list[System],
+    run: str,
+    partitions: int,
+    rate: int,
+    seconds: float,
+    warmup: float,
+    rounds: int,
+    timeout: float,
+    say=print,
+) -> dict[str, dict]:
     """Every system's latency in ``rounds`` rounds of ``seconds / rounds`` each, in the order of
     :func:`~kafka_dr.bench.report.round_schedule`, each round on a fresh topic after the page
     cache was written out; the figures per system. A system whose round fails is not measured
@@ -353,21 +494,28 @@ def latency_rounds_phase(sys_objs: list[System], run: str, partitions: int, rate
                 continue
             synced = disk.write_back()
             try:
-                r = {**latency_phase(s, f"{run}.lat{i}.{s.name}", partitions, rate, seconds / rounds, warmup, timeout), "synced_mb": synced}
+                r = {
+                    **latency_phase(s, f"{run}.lat{i}.{s.name}", partitions, rate, seconds / rounds, warmup, timeout),
+                    "synced_mb": synced,
+                }
             except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
                 failures[s.name] = failed(LATENCY_METRICS, e, synced_mb=synced)
                 say(f"[bench] {s.name:<8} latency round {i + 1}/{rounds}: FAILED: {failures[s.name]['error']}")
                 continue
             done[s.name].append(r)
             one = latency_figures([r])
-            say(f"[bench] {s.name:<8} latency round {i + 1}/{rounds}: p50 {one['p50_ms']} ms, p99 {one['p99_ms']} ms "
-                f"({one['samples']:,} samples), peak RSS {one['peak_rss_mb']} MB, {synced} MB synced first")
+            say(
+                f"[bench] {s.name:<8} latency round {i + 1}/{rounds}: p50 {one['p50_ms']} ms, p99 {one['p99_ms']} ms "
+                f"({one['samples']:,} samples), peak RSS {one['peak_rss_mb']} MB, {synced} MB synced first"
+            )
     out = {}
     for s in sys_objs:
         out[s.name] = r = failures.get(s.name) or latency_figures(done[s.name])
         if s.name not in failures:
-            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms over {rounds} round(s) "
-                f"({r['samples']:,} samples), p99 by round {r['p99_ms_by_round']}")
+            say(
+                f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms over {rounds} round(s) "
+                f"({r['samples']:,} samples), p99 by round {r['p99_ms_by_round']}"
+            )
     return out
 
 

@@ -86,7 +86,9 @@ class Ours(System):
     name = "ours"
     guarantee = "exactly-once (transactions, read_committed)"
 
-    def __init__(self, cfg: DrConfig, workdir: Path, config_path: Path, master: str = "local[2]", trigger_seconds: float = 1.0) -> None:
+    def __init__(
+        self, cfg: DrConfig, workdir: Path, config_path: Path, master: str = "local[2]", trigger_seconds: float = 1.0
+    ) -> None:
         super().__init__(cfg, workdir)
         self.config_path, self.master, self.trigger_seconds = config_path, master, trigger_seconds
         self._progress: Consumer | None = None
@@ -111,12 +113,27 @@ class Ours(System):
         path = self._write_config(topics)
         self._flow_cfg = load_config(path)
         self._stop_file.unlink(missing_ok=True)
-        cmd = [sys.executable, "-c", "import sys; from kafka_dr.spark.job import main; sys.exit(main())",
-               "--config", str(path), "--flow", FLOW, "--mode", "continuous" if continuous else "incremental",
-               "--master", self.master, "--trigger-seconds", str(self.trigger_seconds), "--stop-file", str(self._stop_file),
-               # on a crowded machine Spark's Python workers can miss their fixed 10 s connect-back
-               # window at query start; the job's own supervisor retries (as the DAG's would)
-               "--max-restarts", "12"]
+        cmd = [
+            sys.executable,
+            "-c",
+            "import sys; from kafka_dr.spark.job import main; sys.exit(main())",
+            "--config",
+            str(path),
+            "--flow",
+            FLOW,
+            "--mode",
+            "continuous" if continuous else "incremental",
+            "--master",
+            self.master,
+            "--trigger-seconds",
+            str(self.trigger_seconds),
+            "--stop-file",
+            str(self._stop_file),
+            # on a crowded machine Spark's Python workers can miss their fixed 10 s connect-back
+            # window at query start; the job's own supervisor retries (as the DAG's would)
+            "--max-restarts",
+            "12",
+        ]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         self._spawn(cmd, f"job-{topic}.log", env)
 
@@ -124,8 +141,11 @@ class Ours(System):
         """Copy complete = the flow's committed progress reached every partition's end
         (target end offsets cannot tell: transaction markers take offsets too)."""
         if self._progress is None:
-            self._progress = Consumer(client_config(self.target, **{
-                "group.id": self._flow_cfg.names.progress_group(FLOW), "enable.auto.commit": False}))
+            self._progress = Consumer(
+                client_config(
+                    self.target, **{"group.id": self._flow_cfg.names.progress_group(FLOW), "enable.auto.commit": False}
+                )
+            )
         try:
             got = self._progress.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=5)
         except Exception:  # noqa: BLE001 - the target topic or the group may not exist yet
@@ -161,8 +181,9 @@ class Mm2(System):
         topics = [topics] if isinstance(topics, str) else topics
         self.settings.tasks = partitions * len(topics)
         self.settings.run_id = f"kafka-dr-bench-{self.name}.{topics[0]}"
-        self.mm = MirrorMaker2(self.workdir / topics[0], self.source, self.target, "|".join(re.escape(t) for t in topics),
-                               self.settings).start()
+        self.mm = MirrorMaker2(
+            self.workdir / topics[0], self.source, self.target, "|".join(re.escape(t) for t in topics), self.settings
+        ).start()
         self.proc = self.mm.proc
 
     def log_tail(self, n: int = 30) -> str:
@@ -192,8 +213,16 @@ class Mm2ExactlyOnce(Mm2):
         (read ``read_committed`` from its offsets topic: they commit with the records, and
         end offsets cannot tell, as commit markers take offsets too)."""
         if self._offsets is None:
-            self._offsets = Consumer(client_config(self.target, **{
-                "group.id": f"kafka-dr-bench-{self.name}-done", "enable.auto.commit": False, "isolation.level": "read_committed"}))
+            self._offsets = Consumer(
+                client_config(
+                    self.target,
+                    **{
+                        "group.id": f"kafka-dr-bench-{self.name}-done",
+                        "enable.auto.commit": False,
+                        "isolation.level": "read_committed",
+                    },
+                )
+            )
         if not self._offsets.assignment():
             meta = self._offsets.list_topics(self.mm.offsets_topic, timeout=5).topics.get(self.mm.offsets_topic)
             if meta is None or meta.error is not None or not meta.partitions:
@@ -228,7 +257,19 @@ class RawPipe(System):
         topics = [topics] if isinstance(topics, str) else topics
         for t in topics:
             ensure_topic(self._t_admin, self.target_topic(t), partitions)
-        cmd = [sys.executable, "-m", "kafka_dr.bench.rawpipe", "--source", self.source.bootstrap_servers,
-               "--target", self.target.bootstrap_servers, *[a for t in topics for a in ("--topic", t)], "--target-prefix", "raw.",
-               "--partitions", str(partitions), *([] if continuous else ["--until-end"])]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kafka_dr.bench.rawpipe",
+            "--source",
+            self.source.bootstrap_servers,
+            "--target",
+            self.target.bootstrap_servers,
+            *[a for t in topics for a in ("--topic", t)],
+            "--target-prefix",
+            "raw.",
+            "--partitions",
+            str(partitions),
+            *([] if continuous else ["--until-end"]),
+        ]
         self._spawn(cmd, f"rawpipe-{topics[0]}.log")

@@ -17,17 +17,26 @@ from kafka_dr.cli import lab_cmd, operator_cmds, spark_cmds, tool_cmds
 def common_options() -> argparse.ArgumentParser:
     """Options every subcommand takes, before or after its own arguments."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help="show the Python traceback of a failure")
-    common.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="show Spark's and the Kafka clients' output on the console")
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print the summary as one JSON line")
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show the Python traceback of a failure"
+    )
+    common.add_argument(
+        "--verbose",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show Spark's and the Kafka clients' output on the console",
+    )
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print the summary as one JSON line"
+    )
     return common
 
 
 def build_parser() -> argparse.ArgumentParser:
     common = common_options()
-    parser = argparse.ArgumentParser(prog="kafka-dr", parents=[common],
-                                     description="Disaster recovery for Apache Kafka, scheduled by Airflow.")
+    parser = argparse.ArgumentParser(
+        prog="kafka-dr", parents=[common], description="Disaster recovery for Apache Kafka, scheduled by Airflow."
+    )
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="command")
     lab_cmd.add_parser(sub, common)
     tool_cmds.add_parsers(sub, common)

@@ -14,7 +14,9 @@ from pathlib import Path
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    fo = sub.add_parser("failover", parents=[common], help="fail over from a failed cluster to a survivor (the dr_failover DAG's steps)")
+    fo = sub.add_parser(
+        "failover", parents=[common], help="fail over from a failed cluster to a survivor (the dr_failover DAG's steps)"
+    )
     fo.add_argument("--from", dest="failed", required=True, help="the failed cluster")
     fo.add_argument("--to", dest="survivor", required=True, help="the surviving cluster")
     fo.add_argument("--groups", default=".*", help="consumer groups to move (regex, default all)")
@@ -22,14 +24,22 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     fo.add_argument("--force", action="store_true", help="even if the failed cluster still answers")
     fo.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     fo.set_defaults(handler=failover)
-    fb = sub.add_parser("failback", parents=[common],
-                        help="fail back to a recovered cluster: resync or reseed (the dr_failback DAG's steps)")
+    fb = sub.add_parser(
+        "failback",
+        parents=[common],
+        help="fail back to a recovered cluster: resync or reseed (the dr_failback DAG's steps)",
+    )
     fb.add_argument("--recovered", required=True, help="the cluster that is back (resync) or rebuilt empty (reseed)")
     fb.add_argument("--survivor", required=True, help="the cluster that served during the outage")
     fb.add_argument("--mode", choices=["resync", "reseed"], required=True)
     fb.add_argument("--topics", default=".*", help="narrow the topics copied back (regex)")
     fb.add_argument("--groups", default=".*", help="consumer groups to move back (regex, default all)")
-    fb.add_argument("--since-ms", type=int, default=None, help="resync without a configured flow back: copy survivor records from this time")
+    fb.add_argument(
+        "--since-ms",
+        type=int,
+        default=None,
+        help="resync without a configured flow back: copy survivor records from this time",
+    )
     fb.add_argument("--until-ms", type=int, default=None, help="... and before this time")
     fb.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
     fb.add_argument("--force", action="store_true", help="even if not recorded as failed, or (reseed) not empty")
@@ -66,7 +76,17 @@ def failback(a: argparse.Namespace) -> int:
 
     cfg = _config(a.config)
     require_valid(failback_problems(cfg, a.recovered, a.survivor, a.groups, a.topics, a.since_ms, a.until_ms))
-    run = FailbackRun(cfg, a.recovered, a.survivor, a.mode, topics=a.topics, groups=a.groups, dry_run=a.dry_run,
-                      force=a.force, since_ms=a.since_ms, until_ms=a.until_ms)
+    run = FailbackRun(
+        cfg,
+        a.recovered,
+        a.survivor,
+        a.mode,
+        topics=a.topics,
+        groups=a.groups,
+        dry_run=a.dry_run,
+        force=a.force,
+        since_ms=a.since_ms,
+        until_ms=a.until_ms,
+    )
     _print(run_failback(run), format_summary, a.json)
     return 0

@@ -17,13 +17,20 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     from kafka_dr.dq.cli import add_arguments as dq_arguments
     from kafka_dr.spark.job import add_arguments as job_arguments
 
-    rep = sub.add_parser("replicate", parents=[common], help="run one flow's replication job here (local Spark); "
-                         "spark-submit spark_jobs/replicate.py for a cluster",
-                         description="Run one flow's replication job on local Spark (the same job spark-submit runs).")
+    rep = sub.add_parser(
+        "replicate",
+        parents=[common],
+        help="run one flow's replication job here (local Spark); spark-submit spark_jobs/replicate.py for a cluster",
+        description="Run one flow's replication job on local Spark (the same job spark-submit runs).",
+    )
     job_arguments(rep)
     rep.set_defaults(handler=replicate)
-    dq = sub.add_parser("dq", parents=[common], help="compare the clusters and validate the data-quality expectations (local Spark)",
-                        description="Compare the clusters per topic-partition and validate the expectations.")
+    dq = sub.add_parser(
+        "dq",
+        parents=[common],
+        help="compare the clusters and validate the data-quality expectations (local Spark)",
+        description="Compare the clusters per topic-partition and validate the expectations.",
+    )
     dq_arguments(dq)
     dq.set_defaults(handler=data_quality)
 
@@ -45,9 +52,11 @@ def replicate(a: argparse.Namespace) -> int:
         print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
     else:
         by_topic = ", ".join(f"{t}: {n}" for t, n in sorted(summary.written_by_topic.items()))
-        print(f"{summary.flow}: copied {summary.records_written} record(s){f' ({by_topic})' if by_topic else ''}, "
-              f"{summary.records_filtered} skipped by the loop policy, {summary.batches} micro-batch(es), "
-              f"{summary.restarts} restart(s); stopped: {summary.stopped_by}")
+        print(
+            f"{summary.flow}: copied {summary.records_written} record(s){f' ({by_topic})' if by_topic else ''}, "
+            f"{summary.records_filtered} skipped by the loop policy, {summary.batches} micro-batch(es), "
+            f"{summary.restarts} restart(s); stopped: {summary.stopped_by}"
+        )
     return 0
 
 

@@ -19,14 +19,20 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     af.set_defaults(handler=airflow_env)
     from kafka_dr.lab.drill import FAULTS
 
-    dr = sub.add_parser("drill", parents=[common],
-                        help="fault drills on a lab of their own: kill -9, broker restarts, network cut, soak; prints a table")
+    dr = sub.add_parser(
+        "drill",
+        parents=[common],
+        help="fault drills on a lab of their own: kill -9, broker restarts, network cut, soak; prints a table",
+    )
+
     def fault(name: str) -> str:  # not choices=: with nargs="*" argparse checks an empty list against them
         if name not in FAULTS:
             raise argparse.ArgumentTypeError(f"unknown fault {name!r} (choose from {', '.join(FAULTS)})")
         return name
 
-    dr.add_argument("faults", nargs="*", type=fault, metavar="fault", help=f"of {', '.join(FAULTS)} (default: all but soak)")
+    dr.add_argument(
+        "faults", nargs="*", type=fault, metavar="fault", help=f"of {', '.join(FAULTS)} (default: all but soak)"
+    )
     dr.add_argument("--kill-trials", type=int, default=10)
     dr.add_argument("--soak-seconds", type=float, default=600)
     dr.add_argument("--soak-batch", type=int, default=200, help="soak load: records every 0.1 s (default 200: ~2000/s)")
@@ -35,8 +41,11 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     dr.set_defaults(handler=drill)
     from kafka_dr.bench.cli import add_arguments as bench_arguments
 
-    bench = sub.add_parser("bench", parents=[common],
-                           help="benchmark the replication job against MirrorMaker 2 and the raw-pipe limit on the lab")
+    bench = sub.add_parser(
+        "bench",
+        parents=[common],
+        help="benchmark the replication job against MirrorMaker 2 and the raw-pipe limit on the lab",
+    )
     bench_arguments(bench)
     bench.set_defaults(handler=run_bench)
     demo = sub.add_parser("demo", parents=[common], help="run the demo on the local lab")
@@ -57,7 +66,8 @@ def config_check(a: argparse.Namespace) -> int:
 def airflow_env(a: argparse.Namespace) -> int:
     import shlex
 
-    from kafka_dr.airflow.env import LAB_USER, airflow_env as env, ensure_login
+    from kafka_dr.airflow.env import LAB_USER, ensure_login
+    from kafka_dr.airflow.env import airflow_env as env
     from kafka_dr.core.config_load import load_config
     from kafka_dr.lab.lab import Lab
 
@@ -75,7 +85,11 @@ def drill(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import InvalidInput
     from kafka_dr.lab.drill import FAULTS, format_table, run_drill
 
-    for flag, v in (("--kill-trials", a.kill_trials), ("--soak-seconds", a.soak_seconds), ("--soak-batch", a.soak_batch)):
+    for flag, v in (
+        ("--kill-trials", a.kill_trials),
+        ("--soak-seconds", a.soak_seconds),
+        ("--soak-batch", a.soak_batch),
+    ):
         if v <= 0:
             raise InvalidInput([f"{flag} {v:g}: must be positive"])
     faults = a.faults or [f for f in FAULTS if f != "soak"]

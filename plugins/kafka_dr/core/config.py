@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 from kafka_dr.core.distribution import DistributionTree
 from kafka_dr.core.naming import InternalNames

@@ -68,7 +68,11 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
             continue  # SafeLoader reports "found unhashable key" with its position
         if key in seen:
             loader.duplicates.append(
-                Problem(f"line {line}", f"duplicate key {key!r} (first at line {seen[key]})", "names must be unique; the later one would silently win")
+                Problem(
+                    f"line {line}",
+                    f"duplicate key {key!r} (first at line {seen[key]})",
+                    "names must be unique; the later one would silently win",
+                )
             )
         else:
             seen[key] = line
@@ -104,8 +108,22 @@ def parse_config_text(text: str, source: str | None = None) -> DrConfig:
 
 # --- the parser ---------------------------------------------------------------------------
 
-TOP_KEYS = {"clusters", "flows", "schedules", "thresholds", "alerts", "spark", "schema_mirror", "distribution", "internal_prefix",
-             "topic_config", "preflight", "consumer_groups", "data_quality"}
+TOP_KEYS = {
+    "clusters",
+    "flows",
+    "schedules",
+    "thresholds",
+    "alerts",
+    "spark",
+    "schema_mirror",
+    "distribution",
+    "internal_prefix",
+    "topic_config",
+    "preflight",
+    "consumer_groups",
+    "data_quality",
+}
+
 
 def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | None = None) -> DrConfig:
     """Build a :class:`DrConfig` from plain data (as loaded from YAML)."""
@@ -115,7 +133,11 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
 
     internal_prefix = ctx.typed(top.get("internal_prefix"), "internal_prefix", str, "_kafka_dr")
     if not TOPIC_CHARS.match(internal_prefix):
-        ctx.err("internal_prefix", f"bad prefix {internal_prefix!r}", "a non-empty topic-name prefix: letters, digits, '.', '_', '-'")
+        ctx.err(
+            "internal_prefix",
+            f"bad prefix {internal_prefix!r}",
+            "a non-empty topic-name prefix: letters, digits, '.', '_', '-'",
+        )
         internal_prefix = "_kafka_dr"
     clusters = parse_clusters(ctx, top.get("clusters"))
     flows = parse_flows(ctx, top.get("flows"), clusters, internal_prefix)
@@ -128,8 +150,10 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
     pf = ctx.mapping(top.get("preflight"), "preflight", {"exclude_topics"})
     preflight = Preflight(exclude_topics=ctx.patterns(pf.get("exclude_topics"), "preflight.exclude_topics", ()))
     cg = ctx.mapping(top.get("consumer_groups"), "consumer_groups", {"allow", "deny"})
-    consumer_groups = ConsumerGroups(allow=ctx.patterns(cg.get("allow"), "consumer_groups.allow", (".*",), "group name"),
-                                     deny=ctx.patterns(cg.get("deny"), "consumer_groups.deny", (), "group name"))
+    consumer_groups = ConsumerGroups(
+        allow=ctx.patterns(cg.get("allow"), "consumer_groups.allow", (".*",), "group name"),
+        deny=ctx.patterns(cg.get("deny"), "consumer_groups.deny", (), "group name"),
+    )
     dq = ctx.mapping(top.get("data_quality"), "data_quality", {"dir"})
     data_quality = DataQuality(dir=ctx.typed(dq.get("dir"), "data_quality.dir", str))
     schema_mirror = parse_schema_mirror(ctx, top.get("schema_mirror"), clusters)

@@ -35,10 +35,20 @@ _REF_LIKE = re.compile(r"\s*\$\{.*\}\s*")  #: what parse_ref accepts, and its ty
 _REF_HINT = "${env:NAME}, ${airflow:CONN_ID} or ${airflow:CONN_ID.FIELD}"
 CLUSTER_KEYS = {"bootstrap_servers", "client", "connection", "cluster_id", "schema_registry"}
 FLOW_KEYS = {
-    "name", "source", "target", "topics", "loop_policy", "provenance_rule", "prefix_separator",
-    "mode", "schedule", "max_duration_seconds", "topic_refresh_seconds", "dead_letter_topic", "enabled",
+    "name",
+    "source",
+    "target",
+    "topics",
+    "loop_policy",
+    "provenance_rule",
+    "prefix_separator",
+    "mode",
+    "schedule",
+    "max_duration_seconds",
+    "topic_refresh_seconds",
+    "dead_letter_topic",
+    "enabled",
 }
-
 
 
 def parse_clusters(ctx: ParseContext, raw: Any) -> dict[str, ClusterConfig]:
@@ -46,7 +56,11 @@ def parse_clusters(ctx: ParseContext, raw: Any) -> dict[str, ClusterConfig]:
     if raw is None:
         return out
     if not isinstance(raw, dict) or not raw:
-        ctx.err("clusters", "expected a non-empty mapping of cluster name to settings", "clusters: {east: {bootstrap_servers: ...}}")
+        ctx.err(
+            "clusters",
+            "expected a non-empty mapping of cluster name to settings",
+            "clusters: {east: {bootstrap_servers: ...}}",
+        )
         return out
     for name, body in raw.items():
         path = f"clusters.{name}"
@@ -55,7 +69,11 @@ def parse_clusters(ctx: ParseContext, raw: Any) -> dict[str, ClusterConfig]:
             continue
         c = ctx.mapping(body, path, CLUSTER_KEYS, required={"bootstrap_servers"})
         bootstrap = ctx.typed(c.get("bootstrap_servers"), f"{path}.bootstrap_servers", str, "")
-        if "bootstrap_servers" in c and isinstance(c["bootstrap_servers"], (str, type(None))) and not (bootstrap or "").strip():
+        if (
+            "bootstrap_servers" in c
+            and isinstance(c["bootstrap_servers"], (str, type(None)))
+            and not (bootstrap or "").strip()
+        ):
             ctx.err(f"{path}.bootstrap_servers", "must not be empty", "host:port[,host:port...]")
         client = _client_settings(ctx, c.get("client"), f"{path}.client")
         connection = ctx.typed(c.get("connection"), f"{path}.connection", str)
@@ -91,7 +109,9 @@ def _client_settings(ctx: ParseContext, raw: Any, path: str) -> dict[str, str | 
             ctx.err(kpath, "expected a setting name (a string)")
             continue
         if key in ("bootstrap.servers", "metadata.broker.list"):
-            ctx.err(kpath, "set the cluster's bootstrap_servers instead", "one place for the address avoids two disagreeing")
+            ctx.err(
+                kpath, "set the cluster's bootstrap_servers instead", "one place for the address avoids two disagreeing"
+            )
             continue
         ref = parse_ref(value)
         if ref is not None:
@@ -109,7 +129,9 @@ def _client_settings(ctx: ParseContext, raw: Any, path: str) -> dict[str, str | 
     return out
 
 
-def parse_flows(ctx: ParseContext, raw: Any, clusters: dict[str, ClusterConfig], internal_prefix: str) -> list[FlowConfig]:
+def parse_flows(
+    ctx: ParseContext, raw: Any, clusters: dict[str, ClusterConfig], internal_prefix: str
+) -> list[FlowConfig]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -128,16 +150,30 @@ def parse_flows(ctx: ParseContext, raw: Any, clusters: dict[str, ClusterConfig],
         for role, value in (("source", source), ("target", target)):
             if value is not None and value not in clusters:
                 close = difflib.get_close_matches(value, list(clusters), n=1)
-                ctx.err(f"{path}.{role}", f"unknown cluster {value!r} (known: {known})", f"did you mean {close[0]!r}?" if close else None)
+                ctx.err(
+                    f"{path}.{role}",
+                    f"unknown cluster {value!r} (known: {known})",
+                    f"did you mean {close[0]!r}?" if close else None,
+                )
         if source is not None and source == target:
             ctx.err(path, f"source and target are both {source!r}", "a flow copies between two different clusters")
-        name = ctx.typed(f.get("name"), f"{path}.name", str) or (f"{source}_to_{target}" if source and target else f"flow{i}")
+        name = ctx.typed(f.get("name"), f"{path}.name", str) or (
+            f"{source}_to_{target}" if source and target else f"flow{i}"
+        )
         if not NAME.match(name):
             ctx.err(f"{path}.name", f"bad flow name {name!r}", "letters, digits, '_' and '-', starting with a letter")
         if source and target and (source, target) in pairs and "name" not in f:
-            ctx.err(path, f"second flow {source} -> {target} (also flows[{pairs[(source, target)]}])", "merge their topic selections, or name both flows")
+            ctx.err(
+                path,
+                f"second flow {source} -> {target} (also flows[{pairs[(source, target)]}])",
+                "merge their topic selections, or name both flows",
+            )
         elif name in names:
-            ctx.err(f"{path}.name", f"duplicate flow name {name!r} (also flows[{names[name]}])", "give each flow a unique name")
+            ctx.err(
+                f"{path}.name",
+                f"duplicate flow name {name!r} (also flows[{names[name]}])",
+                "give each flow a unique name",
+            )
         names.setdefault(name, i)
         if source and target:
             pairs.setdefault((source, target), i)
@@ -149,14 +185,22 @@ def parse_flows(ctx: ParseContext, raw: Any, clusters: dict[str, ClusterConfig],
             internal=internal,
         )
         loop_policy = ctx.enum(f.get("loop_policy"), f"{path}.loop_policy", LoopPolicy, LoopPolicy.PROVENANCE)
-        rule = ctx.enum(f.get("provenance_rule"), f"{path}.provenance_rule", ProvenanceRule, ProvenanceRule.NOT_TO_ORIGIN)
+        rule = ctx.enum(
+            f.get("provenance_rule"), f"{path}.provenance_rule", ProvenanceRule, ProvenanceRule.NOT_TO_ORIGIN
+        )
         if "provenance_rule" in f and loop_policy is not LoopPolicy.PROVENANCE:
             ctx.err(f"{path}.provenance_rule", f"only applies to loop_policy 'provenance', not {loop_policy.value!r}")
         sep = ctx.typed(f.get("prefix_separator"), f"{path}.prefix_separator", str, ".")
         if not sep or re.search(r"[^A-Za-z0-9._-]", sep):
-            ctx.err(f"{path}.prefix_separator", f"bad separator {sep!r}", "a non-empty string of characters legal in topic names: letters, digits, '.', '_', '-'")
+            ctx.err(
+                f"{path}.prefix_separator",
+                f"bad separator {sep!r}",
+                "a non-empty string of characters legal in topic names: letters, digits, '.', '_', '-'",
+            )
         mode = ctx.enum(f.get("mode"), f"{path}.mode", FlowMode, FlowMode.CONTINUOUS)
-        schedule = ctx.schedule(f.get("schedule"), f"{path}.schedule", "*/5 * * * *" if mode is FlowMode.INCREMENTAL else None)
+        schedule = ctx.schedule(
+            f.get("schedule"), f"{path}.schedule", "*/5 * * * *" if mode is FlowMode.INCREMENTAL else None
+        )
         max_dur = ctx.typed(f.get("max_duration_seconds"), f"{path}.max_duration_seconds", int)
         refresh = ctx.typed(f.get("topic_refresh_seconds"), f"{path}.topic_refresh_seconds", int, 30)
         for key, value in (("max_duration_seconds", max_dur), ("topic_refresh_seconds", refresh)):
@@ -204,14 +248,27 @@ def check_copy_flags(ctx: ParseContext, flows: list[FlowConfig], tree: Any) -> N
     if not cf:
         return
     if tree is None:
-        ctx.err(f"flows[{cf[0][0]}].loop_policy", "copy_flags needs a distribution tree", "add distribution: {tree: [[east, west], [north, south]]}")
+        ctx.err(
+            f"flows[{cf[0][0]}].loop_policy",
+            "copy_flags needs a distribution tree",
+            "add distribution: {tree: [[east, west], [north, south]]}",
+        )
         return
     for i, f in cf:
-        outside = [(role, c) for role, c in (("source", f.source), ("target", f.target)) if c and c not in tree.clusters]
+        outside = [
+            (role, c) for role, c in (("source", f.source), ("target", f.target)) if c and c not in tree.clusters
+        ]
         for role, c in outside:
-            ctx.err(f"flows[{i}].{role}", f"cluster {c!r} is not in the distribution tree", "add it to distribution.tree, or use another loop_policy")
+            ctx.err(
+                f"flows[{i}].{role}",
+                f"cluster {c!r} is not in the distribution tree",
+                "add it to distribution.tree, or use another loop_policy",
+            )
         if not outside and tree.level_between(f.source, f.target) is None:
-            ctx.err(f"flows[{i}]", f"{f.source} and {f.target} are not on different sides of any level of the distribution tree")
+            ctx.err(
+                f"flows[{i}]",
+                f"{f.source} and {f.target} are not on different sides of any level of the distribution tree",
+            )
     for msg in tree.coverage_problems([(f.source, f.target) for _, f in cf]):
         ctx.err("distribution.tree", msg)
 
@@ -220,7 +277,12 @@ def parse_schedules(ctx: ParseContext, raw: Any) -> Schedules:
     defaults = Schedules()
     keys = set(defaults.__dataclass_fields__)
     s = ctx.mapping(raw, "schedules", keys)
-    return Schedules(**{k: ctx.schedule(s[k], f"schedules.{k}", getattr(defaults, k)) if k in s else getattr(defaults, k) for k in keys})
+    return Schedules(
+        **{
+            k: ctx.schedule(s[k], f"schedules.{k}", getattr(defaults, k)) if k in s else getattr(defaults, k)
+            for k in keys
+        }
+    )
 
 
 def parse_thresholds(ctx: ParseContext, raw: Any) -> Thresholds:
@@ -230,7 +292,13 @@ def parse_thresholds(ctx: ParseContext, raw: Any) -> Thresholds:
     values = {}
     for key, f in fields.items():
         kind = int if f.type in ("int", int) else float
-        v = ctx.typed(t.get(key), f"thresholds.{key}", kind, getattr(defaults, key), what="an integer" if kind is int else "a number")
+        v = ctx.typed(
+            t.get(key),
+            f"thresholds.{key}",
+            kind,
+            getattr(defaults, key),
+            what="an integer" if kind is int else "a number",
+        )
         if v is not None and v < 0:
             ctx.err(f"thresholds.{key}", f"must not be negative, got {v}")
         values[key] = v
@@ -241,7 +309,12 @@ def parse_alerts(ctx: ParseContext, raw: Any) -> Alerts:
     a = ctx.mapping(raw, "alerts", {"email", "webhook"})
     email = None
     if a.get("email") is not None:
-        e = ctx.mapping(a["email"], "alerts.email", {"smtp_host", "smtp_port", "from", "to", "username", "password", "starttls"}, required={"smtp_host", "to"})
+        e = ctx.mapping(
+            a["email"],
+            "alerts.email",
+            {"smtp_host", "smtp_port", "from", "to", "username", "password", "starttls"},
+            required={"smtp_host", "to"},
+        )
         to = e.get("to")
         to = [to] if isinstance(to, str) else to
         if to is not None and (not isinstance(to, list) or not all(isinstance(x, str) and "@" in x for x in to)):
@@ -264,14 +337,20 @@ def parse_alerts(ctx: ParseContext, raw: Any) -> Alerts:
         w = ctx.mapping(a["webhook"], "alerts.webhook", {"url"}, required={"url"})
         url = ctx.typed(w.get("url"), "alerts.webhook.url", str, "")
         if url and not re.match(r"^https?://", url):
-            ctx.err("alerts.webhook.url", "not an http(s) URL", "https://...; the value is not shown, webhook URLs often carry a token")
+            ctx.err(
+                "alerts.webhook.url",
+                "not an http(s) URL",
+                "https://...; the value is not shown, webhook URLs often carry a token",
+            )
         webhook = WebhookAlert(url=url)
     return Alerts(email=email, webhook=webhook)
 
 
 def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
     s = ctx.mapping(raw, "spark", {"master", "connection", "conf"})
-    conf = ctx.mapping(s.get("conf"), "spark.conf", set(s.get("conf") or {}) if isinstance(s.get("conf"), dict) else set())
+    conf = ctx.mapping(
+        s.get("conf"), "spark.conf", set(s.get("conf") or {}) if isinstance(s.get("conf"), dict) else set()
+    )
     return SparkConfig(
         master=ctx.typed(s.get("master"), "spark.master", str, "local[*]"),
         connection=ctx.typed(s.get("connection"), "spark.connection", str, "kafka_dr_spark"),
@@ -303,4 +382,3 @@ def parse_schema_mirror(ctx: ParseContext, raw: Any, clusters: dict[str, Cluster
     if "{subject}" not in template:
         ctx.err("schema_mirror.subject_template", f"{template!r} does not contain '{{subject}}'", "e.g. 'dr-{subject}'")
     return SchemaMirrorConfig(primary=primary, targets=tuple(targets), subject_template=template)
-

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from kafka_dr.core.provenance import (
     ORIGIN,
@@ -159,11 +160,31 @@ INDEX_COLUMNS = ("kind", "flow", "source", "target", "topic", "target_topic", "p
 
 #: The comparison DataFrame's columns, in order (``kind``: partition | schema_registry | topic_config).
 COMPARISON_COLUMNS = (
-    "kind", "flow", "source", "target", "topic", "target_topic", "partition", "window_start", "window_end",
-    "source_count", "target_count", "missing", "duplicated", "unexpected", "out_of_order",
-    "source_checksum", "target_checksum", "latency_p50_ms", "latency_p99_ms", "self_origin", "malformed_provenance",
-    "differences", "detail",
+    "kind",
+    "flow",
+    "source",
+    "target",
+    "topic",
+    "target_topic",
+    "partition",
+    "window_start",
+    "window_end",
+    "source_count",
+    "target_count",
+    "missing",
+    "duplicated",
+    "unexpected",
+    "out_of_order",
+    "source_checksum",
+    "target_checksum",
+    "latency_p50_ms",
+    "latency_p99_ms",
+    "self_origin",
+    "malformed_provenance",
+    "differences",
+    "detail",
 )
+
 
 @dataclass(frozen=True)
 class CheckFailure:
@@ -182,7 +203,9 @@ def describe_row(row: Mapping[str, Any]) -> str:
     if kind == "partition":
         return f"flow {row.get('flow')} {row.get('source')}/{row.get('topic')}[{row.get('partition')}] -> {row.get('target')}/{row.get('target_topic')}[{row.get('partition')}]"
     if kind == "schema_registry":
-        return f"schema registry {row.get('source')}/{row.get('topic')} -> {row.get('target')}/{row.get('target_topic')}"
+        return (
+            f"schema registry {row.get('source')}/{row.get('topic')} -> {row.get('target')}/{row.get('target_topic')}"
+        )
     if kind == "topic_config":
         return f"topic configs flow {row.get('flow')} {row.get('source')}/{row.get('topic')} -> {row.get('target')}/{row.get('target_topic')}"
     return str(dict(row))
@@ -217,8 +240,10 @@ class DqResult:
     figures: Mapping[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
-        head = (f"data quality {self.run_id}: {'PASSED' if self.success else 'FAILED'}, "
-                f"{self.checked_partitions} topic-partition(s) compared")
+        head = (
+            f"data quality {self.run_id}: {'PASSED' if self.success else 'FAILED'}, "
+            f"{self.checked_partitions} topic-partition(s) compared"
+        )
         if self.docs_path:
             head += f"; Data Docs: {self.docs_path}"
         if self.failures:
@@ -227,8 +252,14 @@ class DqResult:
 
     def to_record(self) -> dict[str, Any]:
         """The JSON record published on ``<prefix>.dq-results`` (the status page reads it)."""
-        return {"run_id": self.run_id, "ts_ms": self.ts_ms, "success": self.success, "failed": list(self.failures),
-                "checked_partitions": self.checked_partitions, "docs_path": self.docs_path}
+        return {
+            "run_id": self.run_id,
+            "ts_ms": self.ts_ms,
+            "success": self.success,
+            "failed": list(self.failures),
+            "checked_partitions": self.checked_partitions,
+            "docs_path": self.docs_path,
+        }
 
 
 class DataQualityFailed(RuntimeError):

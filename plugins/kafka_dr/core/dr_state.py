@@ -23,17 +23,28 @@ class DrState:
 
     def encode(self) -> bytes:
         return json.dumps(
-            {"version": self.version, "active_cluster": self.active_cluster, "schema_primary": self.schema_primary,
-             "failed_clusters": list(self.failed_clusters), "last_event": self.last_event},
-            sort_keys=True, separators=(",", ":"),
+            {
+                "version": self.version,
+                "active_cluster": self.active_cluster,
+                "schema_primary": self.schema_primary,
+                "failed_clusters": list(self.failed_clusters),
+                "last_event": self.last_event,
+            },
+            sort_keys=True,
+            separators=(",", ":"),
         ).encode()
 
     @classmethod
-    def decode(cls, raw: bytes | None) -> "DrState | None":
+    def decode(cls, raw: bytes | None) -> DrState | None:
         try:
             d = json.loads(raw or b"")
-            return cls(int(d["version"]), d.get("active_cluster"), d.get("schema_primary"),
-                       tuple(d.get("failed_clusters") or ()), dict(d.get("last_event") or {}))
+            return cls(
+                int(d["version"]),
+                d.get("active_cluster"),
+                d.get("schema_primary"),
+                tuple(d.get("failed_clusters") or ()),
+                dict(d.get("last_event") or {}),
+            )
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -42,13 +53,19 @@ class DrState:
         clears it: the failback copies between the two itself, with its own rules."""
         return source in self.failed_clusters or (target is not None and target in self.failed_clusters)
 
-    def after_failover(self, failed: str, survivor: str, event: dict) -> "DrState":
+    def after_failover(self, failed: str, survivor: str, event: dict) -> DrState:
         failed_set = tuple(sorted({*self.failed_clusters, failed} - {survivor}))
-        return replace(self, version=self.version + 1, active_cluster=survivor, schema_primary=survivor,
-                       failed_clusters=failed_set, last_event=event)
+        return replace(
+            self,
+            version=self.version + 1,
+            active_cluster=survivor,
+            schema_primary=survivor,
+            failed_clusters=failed_set,
+            last_event=event,
+        )
 
 
-def newest(states: list["DrState | None"]) -> DrState:
+def newest(states: list[DrState | None]) -> DrState:
     """The newest of the copies read from the clusters (an empty state if none)."""
     found = [s for s in states if s is not None]
     return max(found, key=lambda s: s.version) if found else DrState()

@@ -41,8 +41,14 @@ class FailbackRefused(RuntimeError):
 def transient_flow(name: str, survivor: str, recovered: str, topics: TopicSelection) -> FlowConfig:
     """A flow that exists only while failing back: survivor -> recovered, same topic names,
     its own progress group and transactional ids (``<prefix>.progress.<name>``)."""
-    return FlowConfig(name=name, source=survivor, target=recovered, topics=topics, loop_policy=LoopPolicy.PROVENANCE,
-                      provenance_rule=ProvenanceRule.NOT_TO_ORIGIN)
+    return FlowConfig(
+        name=name,
+        source=survivor,
+        target=recovered,
+        topics=topics,
+        loop_policy=LoopPolicy.PROVENANCE,
+        provenance_rule=ProvenanceRule.NOT_TO_ORIGIN,
+    )
 
 
 def narrowed(topics: TopicSelection, pattern: str | None) -> TopicSelection:
@@ -124,8 +130,9 @@ def seed_map_key(topic: str, partition: int, source_start: int) -> bytes:
 
 
 def seed_map_value(run: SeedRun) -> bytes:
-    return json.dumps({"source_start": run.source_start, "target_start": run.target_start, "count": run.count},
-                      separators=(",", ":")).encode()
+    return json.dumps(
+        {"source_start": run.source_start, "target_start": run.target_start, "count": run.count}, separators=(",", ":")
+    ).encode()
 
 
 def decode_seed_map(key: bytes | None, value: bytes | None) -> tuple[str, int, SeedRun] | None:

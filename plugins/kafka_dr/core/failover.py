@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-
 EXACT = "exact"
 APPROXIMATE = "approximate"
 
@@ -68,7 +67,9 @@ def latest_tails(records: list[tuple[bytes | None, bytes | None]], flow: str) ->
             if name != flow:
                 continue
             v = json.loads(value or b"")
-            out[(str(topic), int(partition))] = SourceTail(int(v["copied_up_to"]), int(v["end"]), int(v["records"]), int(v.get("ts", 0)))
+            out[(str(topic), int(partition))] = SourceTail(
+                int(v["copied_up_to"]), int(v["end"]), int(v["records"]), int(v.get("ts", 0))
+            )
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return out
@@ -85,8 +86,15 @@ def cluster_pair_problem(known: list[str], first: tuple[str, str], second: tuple
     return None
 
 
-def rpo_entry(flow: str, topic: str, partition: int, copied_up_to: int | None, last_known_end: int | None,
-              counted: int | None = None, tail: SourceTail | None = None) -> RpoEntry:
+def rpo_entry(
+    flow: str,
+    topic: str,
+    partition: int,
+    copied_up_to: int | None,
+    last_known_end: int | None,
+    counted: int | None = None,
+    tail: SourceTail | None = None,
+) -> RpoEntry:
     """One partition's figure.
 
     :param counted: records the flow copies in ``[copied_up_to, last_known_end)``, counted on
@@ -101,8 +109,11 @@ def rpo_entry(flow: str, topic: str, partition: int, copied_up_to: int | None, l
         # each offset copied since the count holds at most one of its records
         known = max(0, tail.records - max(0, copied - tail.copied_up_to)) if copied < tail.end else 0
         counted_to = max(copied, tail.end)
-    end = max(e for e in (last_known_end, tail.end if tail else None, copied_up_to) if e is not None) \
-        if (last_known_end is not None or tail is not None or copied_up_to is not None) else None
+    end = (
+        max(e for e in (last_known_end, tail.end if tail else None, copied_up_to) if e is not None)
+        if (last_known_end is not None or tail is not None or copied_up_to is not None)
+        else None
+    )
     if end is None:
         return RpoEntry(flow, topic, partition, copied_up_to, None, None, APPROXIMATE)
     return RpoEntry(flow, topic, partition, copied_up_to, end, known, APPROXIMATE, max(0, end - counted_to))

@@ -21,7 +21,7 @@ class Heartbeat:
         return json.dumps({"cluster": self.cluster, "emitted_ms": self.emitted_ms}, separators=(",", ":")).encode()
 
     @classmethod
-    def decode(cls, raw: bytes | None) -> "Heartbeat | None":
+    def decode(cls, raw: bytes | None) -> Heartbeat | None:
         try:
             d = json.loads(raw or b"")
             return cls(str(d["cluster"]), int(d["emitted_ms"]))
@@ -45,8 +45,9 @@ class FlowLatency:
         return dict(self.__dict__)
 
 
-def flow_latency(flow: str, source: str, target: str, seen: list[tuple[str | None, Heartbeat]], now_ms: int,
-                 max_age_seconds: float) -> FlowLatency:
+def flow_latency(
+    flow: str, source: str, target: str, seen: list[tuple[str | None, Heartbeat]], now_ms: int, max_age_seconds: float
+) -> FlowLatency:
     """Judge one flow from the heartbeats read on its target: ``(origin header, heartbeat)``.
 
     ``origin`` is ``None`` for a heartbeat produced on the target itself. A heartbeat of the

@@ -38,8 +38,15 @@ def failover_problems(cfg: DrConfig, failed: str, survivor: str, groups: str | N
     return [p for p in (pair, regex_problem("--groups", groups)) if p]
 
 
-def failback_problems(cfg: DrConfig, recovered: str, survivor: str, groups: str | None, topics: str | None,
-                      since_ms: int | None = None, until_ms: int | None = None) -> list[str]:
+def failback_problems(
+    cfg: DrConfig,
+    recovered: str,
+    survivor: str,
+    groups: str | None,
+    topics: str | None,
+    since_ms: int | None = None,
+    until_ms: int | None = None,
+) -> list[str]:
     pair = cluster_pair_problem(list(cfg.clusters), ("recovered", recovered), ("surviving", survivor))
     problems = [p for p in (pair, regex_problem("--groups", groups), regex_problem("--topics", topics)) if p]
     if since_ms is not None and until_ms is not None and until_ms <= since_ms:

@@ -19,16 +19,16 @@ origin offset whatever the loop policy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy, ProvenanceRule
 from kafka_dr.core.distribution import Level
 from kafka_dr.core.naming import PrefixNaming
 from kafka_dr.core.provenance import (
+    COPY_FLAGS,
     ORIGIN,
     ORIGIN_TOPIC,
-    COPY_FLAGS,
     Headers,
     provenance_appender,
     with_copy_flags,
@@ -91,7 +91,6 @@ class Router:
             return provenance
 
         if self.policy is LoopPolicy.PREFIX:
-
             add = provenance_appender(source)
 
             def prefix(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
@@ -133,5 +132,7 @@ def router_for(cfg: DrConfig, flow: FlowConfig) -> Router:
             raise ValueError(f"flow {flow.name!r}: copy_flags needs a distribution tree")
         level = cfg.distribution.level_between(flow.source, flow.target)
         if level is None:
-            raise ValueError(f"flow {flow.name!r}: {flow.source} and {flow.target} share no level of the distribution tree")
+            raise ValueError(
+                f"flow {flow.name!r}: {flow.source} and {flow.target} share no level of the distribution tree"
+            )
     return Router(flow, flow.loop_policy, naming, level, cfg.names.heartbeat_topic)

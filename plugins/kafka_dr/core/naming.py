@@ -152,5 +152,13 @@ class InternalNames:
 
 
 #: The purposes of the product's non-committing readers (each its own ``group.id``).
-READERS = ("failover-reader", "failback-reader", "failback-gate", "status-reader", "offset-translation",
-           "heartbeat-reader", "state-reader", "dq-reader")
+READERS = (
+    "failover-reader",
+    "failback-reader",
+    "failback-gate",
+    "status-reader",
+    "offset-translation",
+    "heartbeat-reader",
+    "state-reader",
+    "dq-reader",
+)

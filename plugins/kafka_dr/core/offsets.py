@@ -68,7 +68,7 @@ class Translation:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Translation":
+    def from_dict(cls, d: dict) -> Translation:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
@@ -151,48 +151,91 @@ def translate_from_candidates(
     if x < 0:
         return out(UNTRANSLATABLE, None, f"{where}: not a committed offset")
     if source_range is not None and x > source_range[1]:
-        return out(UNTRANSLATABLE, None, f"{where} is beyond the source's end offset {source_range[1]}: the commit does not belong to this log")
+        return out(
+            UNTRANSLATABLE,
+            None,
+            f"{where} is beyond the source's end offset {source_range[1]}: the commit does not belong to this log",
+        )
     if progress is not None and found is not None and found.origin_offset >= progress:
-        return out(UNTRANSLATABLE, None, f"{where}: target {target_topic}[{partition}]@{found.target_offset} holds origin offset "
-                   f"{found.origin_offset} but the flow's progress is {progress}: progress and data disagree")
+        return out(
+            UNTRANSLATABLE,
+            None,
+            f"{where}: target {target_topic}[{partition}]@{found.target_offset} holds origin offset "
+            f"{found.origin_offset} but the flow's progress is {progress}: progress and data disagree",
+        )
 
     if found is not None:
         y, t = found.origin_offset, found.target_offset
         if y == x:
             return out(EXACT, t, f"record {x} is at {target_topic}[{partition}]@{t}")
         if earlier is not None or t_low == 0:
-            return out(EXACT, t, f"first record at or after {x} is origin offset {y} at {target_topic}[{partition}]@{t} "
-                       f"(offsets {x}..{y - 1} are compacted away, filtered by the loop policy or were never on the source)")
-        return out(UNTRANSLATABLE, None, f"{where}: the first record of it on {target_topic}[{partition}] is origin offset {y} "
-                   f"at the target's log start region (log start {t_low}); origin offsets {x}..{y - 1} may have been deleted by "
-                   f"retention on the target, so the position is not known")
+            return out(
+                EXACT,
+                t,
+                f"first record at or after {x} is origin offset {y} at {target_topic}[{partition}]@{t} "
+                f"(offsets {x}..{y - 1} are compacted away, filtered by the loop policy or were never on the source)",
+            )
+        return out(
+            UNTRANSLATABLE,
+            None,
+            f"{where}: the first record of it on {target_topic}[{partition}] is origin offset {y} "
+            f"at the target's log start region (log start {t_low}); origin offsets {x}..{y - 1} may have been deleted by "
+            f"retention on the target, so the position is not known",
+        )
 
     # Nothing from this origin at or after X on the target.
     if progress is None:
         if source_range is not None and source_range[0] == source_range[1] == x:
-            return out(EXACT, t_end, f"{where}: the source partition is empty and nothing was copied; the target end {t_end}")
-        return out(UNTRANSLATABLE, None, f"{where}: the flow has no progress for {target_topic}[{partition}] and the target "
-                   f"holds no record of this origin at or after it")
+            return out(
+                EXACT, t_end, f"{where}: the source partition is empty and nothing was copied; the target end {t_end}"
+            )
+        return out(
+            UNTRANSLATABLE,
+            None,
+            f"{where}: the flow has no progress for {target_topic}[{partition}] and the target "
+            f"holds no record of this origin at or after it",
+        )
     if progress < x:
         gap = x - progress
         if behind_copied == 0:
-            return out(EXACT, t_end, f"replica caught up with the group: source offsets {progress}..{x - 1} hold no record the "
-                       f"flow copies (transaction markers, aborted or loop-filtered records): the target end {t_end}")
+            return out(
+                EXACT,
+                t_end,
+                f"replica caught up with the group: source offsets {progress}..{x - 1} hold no record the "
+                f"flow copies (transaction markers, aborted or loop-filtered records): the target end {t_end}",
+            )
         if behind_copied is not None:
-            return out(APPROXIMATE, t_end, f"replica behind: {behind_copied} record(s) in source offsets {progress}..{x - 1} are "
-                       f"not copied yet; at the target end {t_end} the group re-reads them if they are copied later",
-                       behind=behind_copied)
-        return out(APPROXIMATE, t_end, f"replica behind: source offsets {progress}..{x - 1} ({gap}) are not copied yet (at most "
-                   f"{gap} record(s): the source cannot be read to tell records from transaction markers); at the target end "
-                   f"{t_end} the group re-reads them if they are copied later", behind=gap)
+            return out(
+                APPROXIMATE,
+                t_end,
+                f"replica behind: {behind_copied} record(s) in source offsets {progress}..{x - 1} are "
+                f"not copied yet; at the target end {t_end} the group re-reads them if they are copied later",
+                behind=behind_copied,
+            )
+        return out(
+            APPROXIMATE,
+            t_end,
+            f"replica behind: source offsets {progress}..{x - 1} ({gap}) are not copied yet (at most "
+            f"{gap} record(s): the source cannot be read to tell records from transaction markers); at the target end "
+            f"{t_end} the group re-reads them if they are copied later",
+            behind=gap,
+        )
     if progress == x:
         return out(EXACT, t_end, f"replica caught up with the group at {x}: the target end {t_end}")
     # progress > X but no record >= X on the target: filtered/compacted, or deleted by retention.
     if earlier is not None or t_low == 0:
-        return out(EXACT, t_end, f"source offsets {x}..{progress - 1} were copied but none is on the target "
-                   f"(compacted or filtered): the target end {t_end}")
-    return out(UNTRANSLATABLE, None, f"{where}: copied up to {progress - 1}, but {target_topic}[{partition}] (log start {t_low}) "
-               f"holds no record of it at or after {x}; they may have been deleted by retention on the target")
+        return out(
+            EXACT,
+            t_end,
+            f"source offsets {x}..{progress - 1} were copied but none is on the target "
+            f"(compacted or filtered): the target end {t_end}",
+        )
+    return out(
+        UNTRANSLATABLE,
+        None,
+        f"{where}: copied up to {progress - 1}, but {target_topic}[{partition}] (log start {t_low}) "
+        f"holds no record of it at or after {x}; they may have been deleted by retention on the target",
+    )
 
 
 def timestamp_target(source_ts_ms: int, margin_seconds: float) -> int:
@@ -225,14 +268,30 @@ def translate_by_timestamp(
     """
     x = source_offset
     if source_ts_ms is None:
-        return Translation(group, topic, partition, x, target_topic, None, UNTRANSLATABLE,
-                           f"{origin}/{topic}[{partition}]@{x}: no provenance on {target_topic}[{partition}] and no source record "
-                           f"timestamp to fall back on (source down or record gone)")
+        return Translation(
+            group,
+            topic,
+            partition,
+            x,
+            target_topic,
+            None,
+            UNTRANSLATABLE,
+            f"{origin}/{topic}[{partition}]@{x}: no provenance on {target_topic}[{partition}] and no source record "
+            f"timestamp to fall back on (source down or record gone)",
+        )
     ts = timestamp_target(source_ts_ms, margin_seconds)
     t = offset_for_ts if offset_for_ts is not None and offset_for_ts >= 0 else target_end
-    return Translation(group, topic, partition, x, target_topic, t, APPROXIMATE,
-                       f"approximate: no provenance on {target_topic}[{partition}]; first record with timestamp >= {ts} "
-                       f"(source record time {source_ts_ms} minus {margin_seconds:g}s margin) is at {t}; records within the margin are re-read")
+    return Translation(
+        group,
+        topic,
+        partition,
+        x,
+        target_topic,
+        t,
+        APPROXIMATE,
+        f"approximate: no provenance on {target_topic}[{partition}]; first record with timestamp >= {ts} "
+        f"(source record time {source_ts_ms} minus {margin_seconds:g}s margin) is at {t}; records within the margin are re-read",
+    )
 
 
 # --- group offset sync: what to write, pure -----------------------------------------------
@@ -247,7 +306,9 @@ def default_group_deny(internal_prefix: str) -> tuple[str, ...]:
     return (re.escape(internal_prefix) + ".*", "_.*")
 
 
-def configured_groups(allow: tuple[str, ...], deny: tuple[str, ...], internal_prefix: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def configured_groups(
+    allow: tuple[str, ...], deny: tuple[str, ...], internal_prefix: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The ``consumer_groups`` selection of the config, with the groups that are never synced
     added to its deny list: ``(allow, deny)`` for :func:`group_selected`."""
     return tuple(allow), default_group_deny(internal_prefix) + tuple(deny)
@@ -310,9 +371,22 @@ def sync_key(flow: str, group: str, topic: str, partition: int) -> bytes:
 def sync_value(translation: Translation, committed: bool, ts_ms: int) -> bytes:
     import json
 
-    extra = {k: getattr(translation, k) for k in ("effective_offset", "local_read_below") if getattr(translation, k) is not None}
-    return json.dumps({"source_offset": translation.source_offset, "target_offset": translation.target_offset,
-                       "status": translation.status, "committed": committed, "ts": ts_ms, **extra}, separators=(",", ":")).encode()
+    extra = {
+        k: getattr(translation, k)
+        for k in ("effective_offset", "local_read_below")
+        if getattr(translation, k) is not None
+    }
+    return json.dumps(
+        {
+            "source_offset": translation.source_offset,
+            "target_offset": translation.target_offset,
+            "status": translation.status,
+            "committed": committed,
+            "ts": ts_ms,
+            **extra,
+        },
+        separators=(",", ":"),
+    ).encode()
 
 
 @dataclass(frozen=True)
@@ -326,14 +400,18 @@ class SyncedPosition:
     local_read_below: int | None = None
 
 
-def latest_synced(records: list[tuple[bytes | None, bytes | None]], flow: str, group: str) -> dict[tuple[str, int], int]:
+def latest_synced(
+    records: list[tuple[bytes | None, bytes | None]], flow: str, group: str
+) -> dict[tuple[str, int], int]:
     """From the offset-sync topic's records (key, value) in order: the last source offset
     recorded per (topic, partition) for ``flow`` and ``group``; tombstones remove the entry,
     records that are not ours are ignored."""
     return {k: v.source_offset for k, v in latest_synced_positions(records, flow, group).items()}
 
 
-def latest_synced_positions(records: list[tuple[bytes | None, bytes | None]], flow: str, group: str) -> dict[tuple[str, int], SyncedPosition]:
+def latest_synced_positions(
+    records: list[tuple[bytes | None, bytes | None]], flow: str, group: str
+) -> dict[tuple[str, int], SyncedPosition]:
     """:func:`latest_synced` with everything the record holds."""
     import json
 

@@ -72,7 +72,11 @@ class ParseContext:
         for key in value:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
-                self.err(f"{prefix}{key}", "unknown key", f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(allowed))}")
+                self.err(
+                    f"{prefix}{key}",
+                    "unknown key",
+                    f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(allowed))}",
+                )
         for key in sorted(required - set(value)):
             self.err(f"{prefix}{key}", "missing required key")
         return value
@@ -116,7 +120,11 @@ class ParseContext:
             try:
                 re.compile(pat)
             except re.error as e:
-                self.err(f"{path}[{i}]", f"bad regular expression {pat!r}: {e}", f"patterns are Python regexes matched against the whole {what}")
+                self.err(
+                    f"{path}[{i}]",
+                    f"bad regular expression {pat!r}: {e}",
+                    f"patterns are Python regexes matched against the whole {what}",
+                )
                 continue
             out.append(pat)
         return tuple(out)
@@ -133,6 +141,10 @@ class ParseContext:
         if v in _CRON_PRESETS:
             return v
         if not _cron_ok(v):
-            self.err(path, f"not a cron expression: {value!r}", "five fields like '*/5 * * * *', a preset like '@hourly', or 'none'")
+            self.err(
+                path,
+                f"not a cron expression: {value!r}",
+                "five fields like '*/5 * * * *', a preset like '@hourly', or 'none'",
+            )
             return default
         return v

@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy, _literal
 from kafka_dr.core.loop import Router, router_for
@@ -84,7 +85,9 @@ def format_violations(violations: Iterable[Violation]) -> str:
     vs = list(violations)
     lines = [f"pre-flight validation found {len(vs)} violation(s); no flow should start until they are fixed:"]
     lines += [f"  {v}" for v in vs]
-    lines.append("A deliberate exception (e.g. a one-way topic) is silenced with preflight.exclude_topics: [<topic regex>].")
+    lines.append(
+        "A deliberate exception (e.g. a one-way topic) is silenced with preflight.exclude_topics: [<topic regex>]."
+    )
     return "\n".join(lines)
 
 
@@ -134,13 +137,21 @@ def check_replicate(ctx: _Ctx) -> list[Violation]:
             if target_topic is None or ctx.is_remote(flow, topic):
                 continue
             if not ctx.copies(reverse, topic):
-                back = topic if target_topic == topic else f"{flow.target}/{topic} (as {flow.source}/{flow.target}{flow.prefix_separator}{topic})"
-                out.append(Violation(
-                    "replicate", flow.name, topic,
-                    f"{flow.source}/{topic} is replicated to {flow.target}/{target_topic}, but no flow "
-                    f"{flow.target} -> {flow.source} ({_selection(reverse)}) replicates {back} back: "
-                    f"records written on {flow.target} would never reach {flow.source}",
-                ))
+                back = (
+                    topic
+                    if target_topic == topic
+                    else f"{flow.target}/{topic} (as {flow.source}/{flow.target}{flow.prefix_separator}{topic})"
+                )
+                out.append(
+                    Violation(
+                        "replicate",
+                        flow.name,
+                        topic,
+                        f"{flow.source}/{topic} is replicated to {flow.target}/{target_topic}, but no flow "
+                        f"{flow.target} -> {flow.source} ({_selection(reverse)}) replicates {back} back: "
+                        f"records written on {flow.target} would never reach {flow.source}",
+                    )
+                )
     return out
 
 
@@ -163,12 +174,16 @@ def check_filter(ctx: _Ctx) -> list[Violation]:
             if ctx.routers[flow.name].target_topic(topic) is None or ctx.copies(reverse, topic):
                 continue
             where = f"exists only on {flow.target}" if topic in there else "exists on neither cluster yet"
-            out.append(Violation(
-                "filter", flow.name, topic,
-                f"selected {flow.source} -> {flow.target} but not {flow.target} -> {flow.source}: the two directions select "
-                f"different topics ({_selection([flow])} | {_selection(reverse)}); {topic} {where}, "
-                f"and once written on {flow.source} it would be copied one way only",
-            ))
+            out.append(
+                Violation(
+                    "filter",
+                    flow.name,
+                    topic,
+                    f"selected {flow.source} -> {flow.target} but not {flow.target} -> {flow.source}: the two directions select "
+                    f"different topics ({_selection([flow])} | {_selection(reverse)}); {topic} {where}, "
+                    f"and once written on {flow.source} it would be copied one way only",
+                )
+            )
     return out
 
 
@@ -199,15 +214,30 @@ def check_config(ctx: _Ctx) -> list[Violation]:
             src, dst = f"{flow.source}/{topic}", f"{flow.target}/{target_topic}"
             sp, tp = meta.get("partitions"), tmeta.get("partitions")
             if sp is not None and tp is not None and sp != tp:
-                fix = "dr_topic_config_sync raises the target" if tp < sp else "Kafka cannot lower a partition count: raise the source's, or exclude the topic"
-                out.append(Violation("config", flow.name, topic, f"{src} has {sp} partitions but {dst} has {tp}: partition p must map to partition p ({fix})"))
+                fix = (
+                    "dr_topic_config_sync raises the target"
+                    if tp < sp
+                    else "Kafka cannot lower a partition count: raise the source's, or exclude the topic"
+                )
+                out.append(
+                    Violation(
+                        "config",
+                        flow.name,
+                        topic,
+                        f"{src} has {sp} partitions but {dst} has {tp}: partition p must map to partition p ({fix})",
+                    )
+                )
             sc = (meta.get("configs") or {}).get("cleanup.policy")
             tc = (tmeta.get("configs") or {}).get("cleanup.policy")
             if _policy(sc) is not None and _policy(tc) is not None and _policy(sc) != _policy(tc):
-                out.append(Violation(
-                    "config", flow.name, topic,
-                    f"{src} has cleanup.policy={sc} but {dst} has cleanup.policy={tc}: the two copies would keep different records",
-                ))
+                out.append(
+                    Violation(
+                        "config",
+                        flow.name,
+                        topic,
+                        f"{src} has cleanup.policy={sc} but {dst} has cleanup.policy={tc}: the two copies would keep different records",
+                    )
+                )
     return out
 
 
@@ -276,9 +306,17 @@ def check_cascade(ctx: _Ctx) -> list[Violation]:
             arrivals, loops, drops = _journeys(ctx, origin, topic)
             for path in loops:
                 last = path[-1]
-                again = "back to the cluster it was written on" if last.target == origin else f"through {last.target} a second time"
-                add("loop", last, f"records written to {origin}/{topic} travel {_path_text(origin, topic, path)}: {again} (a loop); "
-                    f"{last.flow}'s loop policy ({_policy_text(ctx, last.flow)}) does not stop them")
+                again = (
+                    "back to the cluster it was written on"
+                    if last.target == origin
+                    else f"through {last.target} a second time"
+                )
+                add(
+                    "loop",
+                    last,
+                    f"records written to {origin}/{topic} travel {_path_text(origin, topic, path)}: {again} (a loop); "
+                    f"{last.flow}'s loop policy ({_policy_text(ctx, last.flow)}) does not stop them",
+                )
             for cluster, paths in sorted(arrivals.items()):
                 if len(paths) < 2:
                     continue
@@ -288,16 +326,25 @@ def check_cascade(ctx: _Ctx) -> list[Violation]:
                     last = p[-1]
                     why = (
                         f"{last.flow} forwards what {p[-2].flow} copied into {last.source}, and {_policy_text(ctx, last.flow)} does not stop it"
-                        if len(p) > 1 else "more than one flow copies it directly"
+                        if len(p) > 1
+                        else "more than one flow copies it directly"
                     )
-                    add("dup", last, f"records written to {origin}/{topic} reach {cluster} {len(paths)} times: {routes} (a duplicate: {why})")
+                    add(
+                        "dup",
+                        last,
+                        f"records written to {origin}/{topic} reach {cluster} {len(paths)} times: {routes} (a duplicate: {why})",
+                    )
             reached = set(arrivals) | {origin}
             for path, hop in drops:
                 if hop.target in reached:
                     continue
-                add("gap", hop, f"records written to {origin}/{topic} reach {hop.source}/{hop.source_topic} "
+                add(
+                    "gap",
+                    hop,
+                    f"records written to {origin}/{topic} reach {hop.source}/{hop.source_topic} "
                     f"({_path_text(origin, topic, path)}) but {hop.flow} ({_policy_text(ctx, hop.flow)}) does not forward them to "
-                    f"{hop.target}/{hop.target_topic}, and no other flow brings them there: {hop.target} gets only part of the topic")
+                    f"{hop.target}/{hop.target_topic}, and no other flow brings them there: {hop.target} gets only part of the topic",
+                )
     return list(out.values())
 
 

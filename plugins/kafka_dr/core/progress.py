@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 
+
 def encode_metadata(source_topic: str, updated_ms: int) -> str:
     return json.dumps({"src": source_topic, "ts": updated_ms}, separators=(",", ":"))
 
@@ -66,7 +67,9 @@ def first_run_gap(committed: int | None, log_start: int, start: int, reported_un
     return reported_until, log_start - 1
 
 
-def lost_progress_starts(flow: str, target: str, copies: dict[tuple[str, int], tuple[str, int] | None], allow_reset: bool) -> dict[tuple[str, int], int]:
+def lost_progress_starts(
+    flow: str, target: str, copies: dict[tuple[str, int], tuple[str, int] | None], allow_reset: bool
+) -> dict[tuple[str, int], int]:
     """Decide where partitions *without* committed progress start, at the job's start.
 
     ``copies`` maps each such source ``(topic, partition)`` to ``(target topic, last source
@@ -79,7 +82,9 @@ def lost_progress_starts(flow: str, target: str, copies: dict[tuple[str, int], t
     """
     found = {tp: c for tp, c in copies.items() if c is not None}
     if found and not allow_reset:
-        parts = ", ".join(f"{t}[{p}] (last copy on {target}/{c[0]}[{p}] is of offset {c[1]})" for (t, p), c in sorted(found.items()))
+        parts = ", ".join(
+            f"{t}[{p}] (last copy on {target}/{c[0]}[{p}] is of offset {c[1]})" for (t, p), c in sorted(found.items())
+        )
         raise ProgressLost(
             f"flow {flow}: no committed progress on {target} for {parts}, yet {target} holds records copied from them: "
             f"the progress group was deleted or expired. Not restarting from the beginning (that would duplicate); "

@@ -23,9 +23,8 @@ provenance headers are appended after them.
 from __future__ import annotations
 
 import functools
-
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 ORIGIN = "dr.origin"
 ORIGIN_TOPIC = "dr.origin.topic"
@@ -53,7 +52,7 @@ class Provenance:
         return provenance_headers(self.cluster, self.topic, self.partition, self.offset, self.first_replicated_ms)
 
     @classmethod
-    def from_headers(cls, headers: Headers | None) -> "Provenance | None":
+    def from_headers(cls, headers: Headers | None) -> Provenance | None:
         """The record's provenance, or ``None`` when it has none (a locally produced record).
 
         Raises ``ValueError`` naming the header when provenance is present but malformed: a
@@ -123,11 +122,17 @@ def _fixed_headers(cluster: str, topic: str, partition: int) -> tuple[tuple[str,
     return ((ORIGIN, cluster.encode()), (ORIGIN_TOPIC, topic.encode()), (ORIGIN_PARTITION, str(partition).encode()))
 
 
-def provenance_headers(cluster: str, topic: str, partition: int, offset: int, first_replicated_ms: int) -> list[tuple[str, bytes]]:
+def provenance_headers(
+    cluster: str, topic: str, partition: int, offset: int, first_replicated_ms: int
+) -> list[tuple[str, bytes]]:
     """``Provenance(...).to_headers()`` without building the value object: the copier adds
     these to every record, and the per-record Python work is where its time goes (profiled:
     a quarter of a range copy was spent building them)."""
-    return [*_fixed_headers(cluster, topic, partition), (ORIGIN_OFFSET, b"%d" % offset), (ORIGIN_TS, b"%d" % first_replicated_ms)]
+    return [
+        *_fixed_headers(cluster, topic, partition),
+        (ORIGIN_OFFSET, b"%d" % offset),
+        (ORIGIN_TS, b"%d" % first_replicated_ms),
+    ]
 
 
 def provenance_appender(cluster: str):
@@ -139,7 +144,9 @@ def provenance_appender(cluster: str):
     fixed: dict[tuple[str, int], tuple[tuple[str, bytes], ...]] = {}
     ts = [None, None]  # [now_ms, its header]
 
-    def append(headers: Headers | None, topic: str, partition: int, offset: int, now_ms: int) -> list[tuple[str, bytes | None]]:
+    def append(
+        headers: Headers | None, topic: str, partition: int, offset: int, now_ms: int
+    ) -> list[tuple[str, bytes | None]]:
         f = fixed.get((topic, partition))
         if f is None:
             f = fixed[(topic, partition)] = _fixed_headers(cluster, topic, partition)

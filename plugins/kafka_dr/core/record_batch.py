@@ -18,7 +18,7 @@ uncompressed when compression would make it larger). Layout, from Kafka's
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 #: the fixed part of a v2 record batch, before its first record
 BATCH_HEADER_BYTES = 61
@@ -42,8 +42,13 @@ def _field_bytes(b: bytes | str | None) -> int:
     return varint_bytes(n) + n
 
 
-def record_bytes(key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | str | None]] | None = (),
-                 timestamp_delta: int = 0, offset_delta: int = 0) -> int:
+def record_bytes(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Sequence[tuple[str, bytes | str | None]] | None = (),
+    timestamp_delta: int = 0,
+    offset_delta: int = 0,
+) -> int:
     """The bytes of one record inside a batch, its own length varint included."""
     headers = headers or ()
     body = 1 + varint_bytes(timestamp_delta) + varint_bytes(offset_delta) + _field_bytes(key) + _field_bytes(value)
@@ -53,7 +58,9 @@ def record_bytes(key: bytes | None, value: bytes | None, headers: Sequence[tuple
     return varint_bytes(body) + body
 
 
-def own_batch_bytes(key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | str | None]] | None = ()) -> int:
+def own_batch_bytes(
+    key: bytes | None, value: bytes | None, headers: Sequence[tuple[str, bytes | str | None]] | None = ()
+) -> int:
     """The size of an uncompressed batch holding only this record: what the broker compares
     with the topic's ``max.message.bytes`` when the record travels alone."""
     return BATCH_HEADER_BYTES + record_bytes(key, value, headers)

@@ -24,8 +24,9 @@ feed it bytes read from Kafka; unit tests feed it literals.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable
+from typing import Any
 
 IDENTITY_TEMPLATE = "{subject}"
 
@@ -124,7 +125,9 @@ def parse_key(key: bytes | None) -> RegistryKey:
         raise SchemaRecordError(f"key subject is not a string: {_preview(key)}")
     if d["keytype"] == "SCHEMA" and (not isinstance(subject, str) or not isinstance(version, int)):
         raise SchemaRecordError(f"SCHEMA key needs a subject and an integer version: {_preview(key)}")
-    return RegistryKey(d["keytype"], subject, version if isinstance(version, int) else None, d.get("magic"), tuple(d.items()))
+    return RegistryKey(
+        d["keytype"], subject, version if isinstance(version, int) else None, d.get("magic"), tuple(d.items())
+    )
 
 
 def parse_schema_value(value: bytes) -> SchemaVersion:
@@ -200,7 +203,9 @@ def _apply(st: RegistryState, k: RegistryKey, value: bytes | None) -> None:
             return
         sv = parse_schema_value(value)
         if (sv.subject, sv.version) != (k.subject, k.version):
-            raise SchemaRecordError(f"key names {k.subject!r} version {k.version}, value names {sv.subject!r} version {sv.version}")
+            raise SchemaRecordError(
+                f"key names {k.subject!r} version {k.version}, value names {sv.subject!r} version {sv.version}"
+            )
         versions[k.version] = sv
     elif k.keytype in ("CONFIG", "MODE"):
         target = st.configs if k.keytype == "CONFIG" else st.modes
@@ -301,7 +306,9 @@ def diff_states(a: RegistryState, b: RegistryState, a_name: str, b_name: str) ->
             where = f"subject {subject!r} version {version}"
             if sa is None or sb is None:
                 s, name, missing = (sa, a_name, b_name) if sb is None else (sb, b_name, a_name)
-                out.append(f"{where}: on {name} (id {s.id}{', soft-deleted' if s.deleted else ''}), missing on {missing}")
+                out.append(
+                    f"{where}: on {name} (id {s.id}{', soft-deleted' if s.deleted else ''}), missing on {missing}"
+                )
                 continue
             out.extend(_diff_version(where, sa, sb, a_name, b_name))
     out.extend(_diff_map("config", a.configs, b.configs, a_name, b_name))
@@ -318,8 +325,12 @@ def _diff_version(where: str, sa: SchemaVersion, sb: SchemaVersion, a_name: str,
     if sa.id != sb.id:
         out.append(f"{where}: id {sa.id} on {a_name}, {sb.id} on {b_name}")
     if sa.schema != sb.schema:
-        i = next((n for n, (x, y) in enumerate(zip(sa.schema, sb.schema)) if x != y), min(len(sa.schema), len(sb.schema)))
-        out.append(f"{where}: schema text differs from character {i}: {_around(sa.schema, i)} on {a_name}, {_around(sb.schema, i)} on {b_name}")
+        i = next(
+            (n for n, (x, y) in enumerate(zip(sa.schema, sb.schema)) if x != y), min(len(sa.schema), len(sb.schema))
+        )
+        out.append(
+            f"{where}: schema text differs from character {i}: {_around(sa.schema, i)} on {a_name}, {_around(sb.schema, i)} on {b_name}"
+        )
     if sa.schema_type != sb.schema_type:
         out.append(f"{where}: schema type {sa.schema_type} on {a_name}, {sb.schema_type} on {b_name}")
     if sa.references != sb.references:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 _REF = re.compile(r"^\$\{(env|airflow):([^}]+)\}$")
 

@@ -12,8 +12,8 @@ an error (a flow may be set up before its topics exist).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
@@ -33,18 +33,29 @@ class EmptySelection:
 
     def __str__(self) -> str:
         deny = f", deny {list(self.deny)}" if self.deny else ""
-        return (f"flow {self.flow} {SELECTS_NO_TOPICS} on {self.source} (allow {list(self.allow)}{deny}): it copies only "
-                f"heartbeats; check topics.allow, or create the topics")
+        return (
+            f"flow {self.flow} {SELECTS_NO_TOPICS} on {self.source} (allow {list(self.allow)}{deny}): it copies only "
+            f"heartbeats; check topics.allow, or create the topics"
+        )
 
     def to_dict(self) -> dict:
-        return {"flow": self.flow, "source": self.source, "allow": list(self.allow), "deny": list(self.deny), "message": str(self)}
+        return {
+            "flow": self.flow,
+            "source": self.source,
+            "allow": list(self.allow),
+            "deny": list(self.deny),
+            "message": str(self),
+        }
 
 
 def selected_data_topics(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str]) -> list[str]:
     """The topics among ``topics`` (names on the flow's source) that the flow copies as data."""
     router = router_for(cfg, flow)
-    return sorted(t for t in topics
-                  if t != cfg.names.heartbeat_topic and not cfg.names.is_internal(t) and router.target_topic(t) is not None)
+    return sorted(
+        t
+        for t in topics
+        if t != cfg.names.heartbeat_topic and not cfg.names.is_internal(t) and router.target_topic(t) is not None
+    )
 
 
 def empty_selection(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str]) -> EmptySelection | None:

@@ -143,19 +143,34 @@ def _max(values) -> float | None:
     return max(found) if found else None
 
 
-def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState, heartbeats: dict[str, FlowLatency | None],
-                 metrics: list[dict], dq: dict | None, runs: dict[str, dict | None], now_ms: int,
-                 topics: dict[str, list[str]] | None = None) -> StatusReport:
+def build_status(
+    cfg: DrConfig,
+    health: dict[str, ClusterHealth],
+    state: DrState,
+    heartbeats: dict[str, FlowLatency | None],
+    metrics: list[dict],
+    dq: dict | None,
+    runs: dict[str, dict | None],
+    now_ms: int,
+    topics: dict[str, list[str]] | None = None,
+) -> StatusReport:
     """Judge everything read into one report; see the module doc for the inputs."""
     alerts: list[Alert] = []
     th = cfg.thresholds
 
-    clusters = tuple(health.get(n) or ClusterHealth(n, c.bootstrap_servers, False, error="not checked") for n, c in cfg.clusters.items())
+    clusters = tuple(
+        health.get(n) or ClusterHealth(n, c.bootstrap_servers, False, error="not checked")
+        for n, c in cfg.clusters.items()
+    )
     for c in clusters:
         if not c.reachable:
-            alerts.append(Alert("critical", f"cluster {c.name} ({c.bootstrap}) is unreachable: {c.error or 'no answer'}"))
+            alerts.append(
+                Alert("critical", f"cluster {c.name} ({c.bootstrap}) is unreachable: {c.error or 'no answer'}")
+            )
         elif c.id_mismatch:
-            alerts.append(Alert("critical", f"cluster {c.name} reports id {c.cluster_id}, config expects {c.expected_id}"))
+            alerts.append(
+                Alert("critical", f"cluster {c.name} reports id {c.cluster_id}, config expects {c.expected_id}")
+            )
 
     if state.active_cluster:
         active, source = state.active_cluster, "recorded"
@@ -177,10 +192,18 @@ def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState
         blocked = "source down" if down(f.source) else "target down" if down(f.target) else None
         names = (topics or {}).get(f.source)
         fs = FlowStatus(
-            blocked=blocked, name=f.name, source=f.source, target=f.target, enabled=f.enabled, stopped=stopped,
-            heartbeat_status=hb.status if hb else "unknown", heartbeat_age_seconds=hb.age_seconds if hb else None,
-            last_heartbeat_ms=hb.newest_emitted_ms if hb else None, lag_records=lag,
-            latency_p50_ms=_max(r.get("latency_p50_ms") for r in batch), latency_p99_ms=p99,
+            blocked=blocked,
+            name=f.name,
+            source=f.source,
+            target=f.target,
+            enabled=f.enabled,
+            stopped=stopped,
+            heartbeat_status=hb.status if hb else "unknown",
+            heartbeat_age_seconds=hb.age_seconds if hb else None,
+            last_heartbeat_ms=hb.newest_emitted_ms if hb else None,
+            lag_records=lag,
+            latency_p50_ms=_max(r.get("latency_p50_ms") for r in batch),
+            latency_p99_ms=p99,
             last_batch_ms=max((r["at_ms"] for r in batch), default=None),
             written_last_batch=_sum(r.get("written") for r in batch),
             selected_topics=None if names is None else len(selected_data_topics(cfg, f, names)),
@@ -189,28 +212,55 @@ def build_status(cfg: DrConfig, health: dict[str, ClusterHealth], state: DrState
         if not f.enabled or stopped:
             continue  # a stopped flow is expected to fall behind; the failed cluster already alerts
         if hb is not None and hb.status == "late":
-            alerts.append(Alert("warning", f"flow {f.name}: newest heartbeat is {hb.age_seconds:.0f}s old (max {th.heartbeat_max_age_seconds:.0f}s)"))
+            alerts.append(
+                Alert(
+                    "warning",
+                    f"flow {f.name}: newest heartbeat is {hb.age_seconds:.0f}s old (max {th.heartbeat_max_age_seconds:.0f}s)",
+                )
+            )
         elif hb is not None and hb.status == "missing":
             alerts.append(Alert("warning", f"flow {f.name}: no heartbeat from {f.source} has reached {f.target}"))
         if fs.selected_topics == 0:
             alerts.append(Alert("warning", str(empty_selection(cfg, f, names))))
         if hb is not None and hb.loops:
-            alerts.append(Alert("critical", f"flow {f.name}: {hb.loops} heartbeat(s) of {f.target} came back to it: a replication loop"))
+            alerts.append(
+                Alert(
+                    "critical",
+                    f"flow {f.name}: {hb.loops} heartbeat(s) of {f.target} came back to it: a replication loop",
+                )
+            )
         if lag is not None and lag > th.replication_lag_max_records:
             alerts.append(Alert("warning", f"flow {f.name}: lag {lag} records (max {th.replication_lag_max_records})"))
         if p99 is not None and p99 > th.latency_p99_max_seconds * 1000:
-            alerts.append(Alert("warning", f"flow {f.name}: p99 latency {p99 / 1000:.1f}s (max {th.latency_p99_max_seconds:.0f}s)"))
+            alerts.append(
+                Alert(
+                    "warning", f"flow {f.name}: p99 latency {p99 / 1000:.1f}s (max {th.latency_p99_max_seconds:.0f}s)"
+                )
+            )
 
     if dq is not None and not dq.get("success", False):
         failed = dq.get("failed") or []
-        alerts.append(Alert("critical", f"data-quality run {dq.get('run_id')} failed: {len(failed)} check(s): {', '.join(map(str, failed[:3]))}"))
+        alerts.append(
+            Alert(
+                "critical",
+                f"data-quality run {dq.get('run_id')} failed: {len(failed)} check(s): {', '.join(map(str, failed[:3]))}",
+            )
+        )
     for dag_id, run in runs.items():
         if run and run.get("state") == "failed":
             alerts.append(Alert("warning", f"last {SYNC_DAGS.get(dag_id, dag_id)} run ({dag_id}) failed"))
 
     alerts.sort(key=lambda a: a.level != "critical")
     return StatusReport(
-        generated_ms=now_ms, active_cluster=active, active_source=source, failed_clusters=state.failed_clusters,
-        last_event=dict(state.last_event), clusters=clusters, flows=tuple(flows), dq=dq, runs=dict(runs),
-        alerts=tuple(alerts), latency_series={f.name: latency_series(metrics, f.name) for f in cfg.flows},
+        generated_ms=now_ms,
+        active_cluster=active,
+        active_source=source,
+        failed_clusters=state.failed_clusters,
+        last_event=dict(state.last_event),
+        clusters=clusters,
+        flows=tuple(flows),
+        dq=dq,
+        runs=dict(runs),
+        alerts=tuple(alerts),
+        latency_series={f.name: latency_series(metrics, f.name) for f in cfg.flows},
     )

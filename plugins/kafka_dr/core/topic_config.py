@@ -9,7 +9,7 @@ LogAppendTime would overwrite the preserved timestamps) stay local. Users extend
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 DEFAULT_EXCLUDES = (
     r"follower\.replication\.throttled\.replicas",

@@ -34,9 +34,9 @@ actions.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterable, Mapping
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
@@ -91,7 +91,10 @@ class TopicPlan:
         """A JSON-serialisable view (the XCom and log shape)."""
         out: dict = {"source_topic": self.source_topic, "target_topic": self.target_topic}
         if self.create:
-            out["created"] = {"partitions": self.create_partitions, "configs": dict(sorted(self.create_configs.items()))}
+            out["created"] = {
+                "partitions": self.create_partitions,
+                "configs": dict(sorted(self.create_configs.items())),
+            }
         if self.raise_partitions:
             out["partitions_raised"] = {"from": self.raise_partitions[0], "to": self.raise_partitions[1]}
         if self.target_larger:
@@ -103,7 +106,10 @@ class TopicPlan:
         if self.excluded:
             out["excluded_ignored"] = {k: {"source": a, "target": b} for k, (a, b) in sorted(self.excluded.items())}
         if self.not_owned:
-            out["not_owned"] = {"owner": self.config_owner, "configs": {k: {"source": a, "target": b} for k, (a, b) in sorted(self.not_owned.items())}}
+            out["not_owned"] = {
+                "owner": self.config_owner,
+                "configs": {k: {"source": a, "target": b} for k, (a, b) in sorted(self.not_owned.items())},
+            }
         return out
 
 
@@ -161,8 +167,12 @@ def plan_topic(
     wanted = {k: v for k, v in source.configs.items() if not excluded(k)}
     if target is None:
         return TopicPlan(
-            source.name, target_topic, create=True, create_partitions=source.partitions,
-            create_configs=MappingProxyType(dict(wanted)), config_owner=config_owner,
+            source.name,
+            target_topic,
+            create=True,
+            create_partitions=source.partitions,
+            create_configs=MappingProxyType(dict(wanted)),
+            config_owner=config_owner,
         )
 
     raise_p = (target.partitions, source.partitions) if source.partitions > target.partitions else None
@@ -259,7 +269,9 @@ def format_report(report: Mapping) -> str:
             lines.append(f"{where} partitions raised {p['from']} -> {p['to']}")
         if "target_larger" in t:
             p = t["target_larger"]
-            lines.append(f"{where} target has {p['target']} partitions, source {p['source']}: left as is (never lowered)")
+            lines.append(
+                f"{where} target has {p['target']} partitions, source {p['source']}: left as is (never lowered)"
+            )
         for k, v in t.get("configs_set", {}).items():
             lines.append(f"{where} set {k}: {v['from'] if v['from'] is not None else '(default)'} -> {v['to']}")
         for k, v in t.get("configs_deleted", {}).items():

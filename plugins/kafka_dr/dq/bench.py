@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--master", default="local[2]")
-    p.add_argument("--topic", default=None, help="an already replicated topic of the first flow: skip producing and replicating")
+    p.add_argument(
+        "--topic", default=None, help="an already replicated topic of the first flow: skip producing and replicating"
+    )
     a = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
@@ -63,9 +65,19 @@ def main(argv: list[str] | None = None) -> int:
         t = time.monotonic()
         r = run_data_quality(cfg, spark, topics=[topic], publish_results=False)
         runs.append({"seconds": round(time.monotonic() - t, 1), "success": r.success, **r.figures})
-    print(json.dumps({"records_per_side": a.records, "partitions": a.partitions, "master": a.master,
-                      "produce_seconds": produced_s, "replicate_seconds": replicated_s,
-                      "dq_runs": runs, "load_average": os.getloadavg()}))
+    print(
+        json.dumps(
+            {
+                "records_per_side": a.records,
+                "partitions": a.partitions,
+                "master": a.master,
+                "produce_seconds": produced_s,
+                "replicate_seconds": replicated_s,
+                "dq_runs": runs,
+                "load_average": os.getloadavg(),
+            }
+        )
+    )
     return 0 if all(r["success"] for r in runs) else 1
 
 
@@ -78,7 +90,9 @@ def _produce_and_replicate(cfg, path, f, topic, a, spark):
     now = int(time.time() * 1000)
     value = b"x" * 100
     rows = ((f"k{i}".encode(), value, [("app", b"bench")], now, i % a.partitions) for i in range(a.records))
-    produce_all(clients.producer(cfg.cluster(f.source), **{"linger.ms": 50, "batch.size": 1_000_000}), topic, rows, timeout=300)
+    produce_all(
+        clients.producer(cfg.cluster(f.source), **{"linger.ms": 50, "batch.size": 1_000_000}), topic, rows, timeout=300
+    )
     produced_s = time.monotonic() - t
 
     t = time.monotonic()

@@ -12,8 +12,12 @@ import sys
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=os.environ.get("KAFKA_DR_CONFIG"), help="kafka-dr YAML (default $KAFKA_DR_CONFIG)")
-    p.add_argument("--flow", action="append", dest="flows", help="only this flow (repeatable; default every enabled flow)")
+    p.add_argument(
+        "--config", default=os.environ.get("KAFKA_DR_CONFIG"), help="kafka-dr YAML (default $KAFKA_DR_CONFIG)"
+    )
+    p.add_argument(
+        "--flow", action="append", dest="flows", help="only this flow (repeatable; default every enabled flow)"
+    )
     p.add_argument("--topic", action="append", dest="topics", help="only this source topic (repeatable)")
     p.add_argument("--master", default=None, help="Spark master (default: spark.master of the config)")
     p.add_argument("--no-publish", action="store_true", help="do not write the summary to <prefix>.dq-results")
@@ -49,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(p)
     p.add_argument("--debug", action="store_true", help="a Python traceback with a failure")
     a = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
+    )
 
     return run_entry("kafka-dr dq", lambda: run(a), a.debug)

@@ -30,9 +30,15 @@ def context_dir(config: DrConfig) -> Path:
     return base / "data-quality"
 
 
-def run_data_quality(config: DrConfig, spark=None, flows: list[str] | None = None, topics: list[str] | None = None,
-                     resolve: SecretResolver | None = None, publish_results: bool = True,
-                     latency_max_ms: float | None = None) -> DqResult:
+def run_data_quality(
+    config: DrConfig,
+    spark=None,
+    flows: list[str] | None = None,
+    topics: list[str] | None = None,
+    resolve: SecretResolver | None = None,
+    publish_results: bool = True,
+    latency_max_ms: float | None = None,
+) -> DqResult:
     """Compare every enabled flow's (or ``flows``') topic-partitions (or only ``topics``, by
     source topic name), the schema registries and the topic configs; validate; publish.
 
@@ -77,7 +83,8 @@ def run_data_quality(config: DrConfig, spark=None, flows: list[str] | None = Non
     figures = {
         "records_source": sum(r["source_count"] or 0 for r in partition_rows),
         "records_target": sum(r["target_count"] or 0 for r in partition_rows),
-        "seconds_plan": round(t_plan - t0, 3), "seconds_compare": round(t_compare - t_plan, 3),
+        "seconds_plan": round(t_plan - t0, 3),
+        "seconds_compare": round(t_compare - t_plan, 3),
         "seconds_validate": round(t_validate - t_compare, 3),
     }
     result = DqResult(success, failure_lines(failures), docs, run_id, ts_ms, len(windows), figures)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kafka_dr.core.dq import INDEX_COLUMNS, CheckFailure
 
@@ -47,7 +48,9 @@ def _columns(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(kwargs[k] for k in ("column_A", "column_B", "column") if k in kwargs)
 
 
-def validate(frame, context_dir: Path, parameters: Mapping[str, Any], run_name: str) -> tuple[bool, list[CheckFailure], str | None]:
+def validate(
+    frame, context_dir: Path, parameters: Mapping[str, Any], run_name: str
+) -> tuple[bool, list[CheckFailure], str | None]:
     """Run the Checkpoint on ``frame`` (a pandas DataFrame of the comparison table).
 
     Returns (success, failures, Data Docs index path)."""
@@ -76,13 +79,22 @@ def validate(frame, context_dir: Path, parameters: Mapping[str, Any], run_name: 
     definitions = []
     for doc in suite_documents():
         suite = ctx.suites.add_or_update(gx.ExpectationSuite(**doc))
-        definitions.append(ctx.validation_definitions.add_or_update(gx.ValidationDefinition(name=doc["name"], data=batch, suite=suite)))
-    checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
-        name=CHECKPOINT, validation_definitions=definitions, actions=[UpdateDataDocsAction(name="update_data_docs")],
-        result_format={"result_format": "COMPLETE", "unexpected_index_column_names": list(INDEX_COLUMNS)},
-    ))
-    result = checkpoint.run(batch_parameters={"dataframe": frame}, expectation_parameters=dict(parameters),
-                            run_id=RunIdentifier(run_name=run_name))
+        definitions.append(
+            ctx.validation_definitions.add_or_update(gx.ValidationDefinition(name=doc["name"], data=batch, suite=suite))
+        )
+    checkpoint = ctx.checkpoints.add_or_update(
+        gx.Checkpoint(
+            name=CHECKPOINT,
+            validation_definitions=definitions,
+            actions=[UpdateDataDocsAction(name="update_data_docs")],
+            result_format={"result_format": "COMPLETE", "unexpected_index_column_names": list(INDEX_COLUMNS)},
+        )
+    )
+    result = checkpoint.run(
+        batch_parameters={"dataframe": frame},
+        expectation_parameters=dict(parameters),
+        run_id=RunIdentifier(run_name=run_name),
+    )
     failures = []
     for vr in result.run_results.values():
         for r in vr.results:
@@ -93,9 +105,13 @@ def validate(frame, context_dir: Path, parameters: Mapping[str, Any], run_name: 
             rows = tuple(dict(row) for row in (r.result or {}).get("unexpected_index_list") or ())
             if r.exception_info and r.exception_info.get("raised_exception"):
                 rows = ({"kind": "error", "detail": r.exception_info.get("exception_message")},)
-            failures.append(CheckFailure(check, _columns(cfg.kwargs), rows, int((r.result or {}).get("unexpected_count") or len(rows))))
+            failures.append(
+                CheckFailure(
+                    check, _columns(cfg.kwargs), rows, int((r.result or {}).get("unexpected_count") or len(rows))
+                )
+            )
     docs = None
     for site in ctx.get_docs_sites_urls():
         url = site.get("site_url") or ""
-        docs = url[len("file://"):] if url.startswith("file://") else url
+        docs = url[len("file://") :] if url.startswith("file://") else url
     return bool(result.success), failures, docs

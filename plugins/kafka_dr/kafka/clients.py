@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
@@ -55,14 +56,18 @@ def auth_problem(cluster: ClusterConfig, resolve: SecretResolver | None = None, 
     for err in seen:
         if err.code() == KafkaError._AUTHENTICATION:
             who = cluster.client.get("sasl.username")
-            return (f"authentication failed ({cluster.client.get('sasl.mechanisms', 'SASL')} as user from {who}; "
-                    f"check sasl.username/sasl.password)")
+            return (
+                f"authentication failed ({cluster.client.get('sasl.mechanisms', 'SASL')} as user from {who}; "
+                f"check sasl.username/sasl.password)"
+            )
         if err.code() == KafkaError._SSL:
             return "TLS handshake failed (check ssl.ca.location and the broker certificate)"
     return None
 
 
-def unreachable(cluster: ClusterConfig, what: str, error: str, resolve: SecretResolver | None = None) -> ClusterUnreachable:
+def unreachable(
+    cluster: ClusterConfig, what: str, error: str, resolve: SecretResolver | None = None
+) -> ClusterUnreachable:
     """The error for a cluster that did not answer ``what``: :class:`AuthenticationFailed` when
     the probe finds refused credentials, else :class:`ClusterUnreachable`."""
     problem = auth_problem(cluster, resolve)
@@ -96,8 +101,9 @@ def producer(cluster: ClusterConfig, resolve: SecretResolver | None = None, **ov
     return Producer(client_config(cluster, resolve, **{**defaults, **overrides}))
 
 
-def one_shot_transactional_config(cluster: ClusterConfig, resolve: SecretResolver | None, txn_id: str,
-                                  **overrides: Any) -> dict[str, Any]:
+def one_shot_transactional_config(
+    cluster: ClusterConfig, resolve: SecretResolver | None, txn_id: str, **overrides: Any
+) -> dict[str, Any]:
     """Settings of a producer that lives for one ``init_transactions`` (and perhaps an abort):
     fencing another copier's id, clearing an orphaned commit.
 
@@ -116,7 +122,9 @@ def one_shot_transactional_config(cluster: ClusterConfig, resolve: SecretResolve
     restarted it; nothing lost or duplicated) in a clean-clone CI run, and a run of four lab
     test files was 8 minutes slower; the cause was not found, so they keep librdkafka's
     default and avoid the wait another way (:func:`connect_to_a_known_broker`)."""
-    return client_config(cluster, resolve, **{"transactional.id": txn_id, "enable.sparse.connections": False, **overrides})
+    return client_config(
+        cluster, resolve, **{"transactional.id": txn_id, "enable.sparse.connections": False, **overrides}
+    )
 
 
 #: Kafka's internal topic of committed offsets (transactional progress commits go there)
@@ -158,7 +166,9 @@ def connect_to_a_known_broker(client: Producer, timeout: float = 10.0, tries: in
             return
 
 
-def consumer(cluster: ClusterConfig, group_id: str, resolve: SecretResolver | None = None, **overrides: Any) -> Consumer:
+def consumer(
+    cluster: ClusterConfig, group_id: str, resolve: SecretResolver | None = None, **overrides: Any
+) -> Consumer:
     defaults = {
         "group.id": group_id,
         "enable.auto.commit": False,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -48,13 +48,17 @@ def _offsets(admin: AdminClient, cluster: str, tps: list[TopicPartition], spec) 
     if not tps:
         return {}
     try:
-        futs = admin.list_offsets({tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=REQUEST_TIMEOUT)
+        futs = admin.list_offsets(
+            {tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=REQUEST_TIMEOUT
+        )
         return {(tp.topic, tp.partition): f.result(timeout=RESULT_TIMEOUT).offset for tp, f in futs.items()}
     except KafkaException as e:
         raise ClusterUnreachable(f"data quality: listing offsets on {cluster}: {e.args[0].str()}") from None
 
 
-def plan_windows(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str] | None = None, resolve: SecretResolver | None = None) -> list[PartitionWindow]:
+def plan_windows(
+    cfg: DrConfig, flow: FlowConfig, topics: Iterable[str] | None = None, resolve: SecretResolver | None = None
+) -> list[PartitionWindow]:
     """The windows of one flow: every partition of every source topic its router copies
     (narrowed to ``topics`` when given), the heartbeat topic excluded."""
     router = router_for(cfg, flow)
@@ -74,7 +78,12 @@ def plan_windows(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str] | None =
         if target is not None:
             routes[name] = (target, n)
     src_tps = [TopicPartition(t, p) for t, (_, n) in routes.items() for p in range(n)]
-    dst_tps = [TopicPartition(tt, p) for t, (tt, n) in routes.items() for p in range(n) if tt in dst_topics and p < dst_topics[tt]]
+    dst_tps = [
+        TopicPartition(tt, p)
+        for t, (tt, n) in routes.items()
+        for p in range(n)
+        if tt in dst_topics and p < dst_topics[tt]
+    ]
     progress_pairs = [(tt, p) for t, (tt, n) in routes.items() for p in range(n)]
 
     starts = _offsets(src_admin, flow.source, src_tps, OffsetSpec.earliest())
@@ -88,8 +97,21 @@ def plan_windows(cfg: DrConfig, flow: FlowConfig, topics: Iterable[str] | None =
         for p in range(n):
             b, a = before.get((tt, p)), after.get((tt, p))
             start, end, limit = window_bounds(starts[(t, p)], b and b["next_offset"], a and a["next_offset"])
-            out.append(PartitionWindow(flow.name, flow.source, flow.target, t, tt, p, start, end, limit,
-                                       tstarts.get((tt, p), 0), tends.get((tt, p), 0)))
+            out.append(
+                PartitionWindow(
+                    flow.name,
+                    flow.source,
+                    flow.target,
+                    t,
+                    tt,
+                    p,
+                    start,
+                    end,
+                    limit,
+                    tstarts.get((tt, p), 0),
+                    tends.get((tt, p), 0),
+                )
+            )
     return out
 
 
@@ -103,27 +125,56 @@ def schema_rows(cfg: DrConfig, resolve: SecretResolver | None = None) -> list[di
         return []
     rows = []
     src_topic = cfg.cluster(sm.primary).schema_registry.topic
-    src_exists = partition_count(AdminClient(client_config(cfg.cluster(sm.primary), resolve)), src_topic, timeout=15) is not None
+    src_exists = (
+        partition_count(AdminClient(client_config(cfg.cluster(sm.primary), resolve)), src_topic, timeout=15) is not None
+    )
     for target in sm.targets:
         dst_topic = cfg.cluster(target).schema_registry.topic
-        row = {"kind": "schema_registry", "source": sm.primary, "target": target, "topic": src_topic, "target_topic": dst_topic}
+        row = {
+            "kind": "schema_registry",
+            "source": sm.primary,
+            "target": target,
+            "topic": src_topic,
+            "target_topic": dst_topic,
+        }
         if not src_exists:
             # no registry writes to the primary: equal only if the target has none either
-            dst_exists = partition_count(AdminClient(client_config(cfg.cluster(target), resolve)), dst_topic, timeout=15) is not None
-            rows.append({**row, "source_count": 0, "target_count": None, "differences": int(dst_exists),
-                         "detail": f"{sm.primary} has no topic {src_topic} but {target} has {dst_topic}" if dst_exists else None})
+            dst_exists = (
+                partition_count(AdminClient(client_config(cfg.cluster(target), resolve)), dst_topic, timeout=15)
+                is not None
+            )
+            rows.append(
+                {
+                    **row,
+                    "source_count": 0,
+                    "target_count": None,
+                    "differences": int(dst_exists),
+                    "detail": f"{sm.primary} has no topic {src_topic} but {target} has {dst_topic}"
+                    if dst_exists
+                    else None,
+                }
+            )
             continue
         res = verify(cfg, target, resolve)
-        rows.append({
-            "kind": "schema_registry", "source": sm.primary, "target": target,
-            "topic": cfg.cluster(sm.primary).schema_registry.topic, "target_topic": cfg.cluster(target).schema_registry.topic,
-            "source_count": res.primary_records, "target_count": res.target_records,
-            "differences": len(res.differences), "detail": "; ".join(res.differences[:10]) or None,
-        })
+        rows.append(
+            {
+                "kind": "schema_registry",
+                "source": sm.primary,
+                "target": target,
+                "topic": cfg.cluster(sm.primary).schema_registry.topic,
+                "target_topic": cfg.cluster(target).schema_registry.topic,
+                "source_count": res.primary_records,
+                "target_count": res.target_records,
+                "differences": len(res.differences),
+                "detail": "; ".join(res.differences[:10]) or None,
+            }
+        )
     return rows
 
 
-def config_rows(cfg: DrConfig, flows: list[FlowConfig], topics: Iterable[str] | None = None, resolve: SecretResolver | None = None) -> list[dict]:
+def config_rows(
+    cfg: DrConfig, flows: list[FlowConfig], topics: Iterable[str] | None = None, resolve: SecretResolver | None = None
+) -> list[dict]:
     """One row per replicated topic of each flow: partition count and replicable configs equal?
     (the topic-config sync's own diff, read only)."""
     from kafka_dr.kafka.topic_sync import gather
@@ -134,14 +185,23 @@ def config_rows(cfg: DrConfig, flows: list[FlowConfig], topics: Iterable[str] | 
         src = AdminClient(client_config(cfg.cluster(flow.source), resolve))
         dst = AdminClient(client_config(cfg.cluster(flow.target), resolve))
         sources, targets = gather(cfg, flow, src, dst)
-        sources = {k: v for k, v in sources.items() if k != cfg.names.heartbeat_topic and (wanted is None or k in wanted)}
+        sources = {
+            k: v for k, v in sources.items() if k != cfg.names.heartbeat_topic and (wanted is None or k in wanted)
+        }
         for plan in plan_flow(cfg, flow, sources, targets).topics:
             diffs = config_differences(plan)
-            rows.append({
-                "kind": "topic_config", "flow": flow.name, "source": flow.source, "target": flow.target,
-                "topic": plan.source_topic, "target_topic": plan.target_topic,
-                "differences": len(diffs), "detail": "; ".join(diffs) or None,
-            })
+            rows.append(
+                {
+                    "kind": "topic_config",
+                    "flow": flow.name,
+                    "source": flow.source,
+                    "target": flow.target,
+                    "topic": plan.source_topic,
+                    "target_topic": plan.target_topic,
+                    "differences": len(diffs),
+                    "detail": "; ".join(diffs) or None,
+                }
+            )
     return rows
 
 

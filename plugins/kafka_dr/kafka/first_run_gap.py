@@ -17,7 +17,8 @@ of heartbeats, so a flow set up later always starts past 0 there, and old heartb
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.progress import first_run_gap
@@ -34,11 +35,13 @@ class FirstRunGaps:
     :param has_copy: does the target hold a copy of this partition made by the flow? (a scan
         of the target, asked only when a gap is otherwise there)"""
 
-    def __init__(self, cfg: DrConfig, flow: FlowConfig, has_copy: Callable[["RangeSpec"], bool]) -> None:
+    def __init__(self, cfg: DrConfig, flow: FlowConfig, has_copy: Callable[[RangeSpec], bool]) -> None:
         self.flow, self.has_copy, self.heartbeat_topic = flow, has_copy, cfg.names.heartbeat_topic
         self._reported: dict[tuple[str, int], int] = {}  #: (topic, partition) -> first offset not reported lost
 
-    def check(self, spec: "RangeSpec", committed: int | None, log_start: int, start: int, result: "RangeResult") -> None:
+    def check(
+        self, spec: RangeSpec, committed: int | None, log_start: int, start: int, result: RangeResult
+    ) -> None:
         """Count and log the records below ``log_start`` that a first copy starting at ``start``
         never saw; nothing when it is no first copy or they were reported already."""
         key = (spec.topic, spec.partition)
@@ -52,6 +55,15 @@ class FirstRunGaps:
             return  # copies without progress: lost progress, decided by the job's start (lost_progress_starts)
         first, last = gap
         result.add_lost(first, last)
-        log.warning("flow %s: %s/%s[%d] records %d..%d were deleted on the source before this flow first copied the partition "
-                    "(retention or DeleteRecords): never replicated, counted in lost_to_retention; copying starts at its log "
-                    "start %d", self.flow.name, self.flow.source, spec.topic, spec.partition, first, last, log_start)
+        log.warning(
+            "flow %s: %s/%s[%d] records %d..%d were deleted on the source before this flow first copied the partition "
+            "(retention or DeleteRecords): never replicated, counted in lost_to_retention; copying starts at its log "
+            "start %d",
+            self.flow.name,
+            self.flow.source,
+            spec.topic,
+            spec.partition,
+            first,
+            last,
+            log_start,
+        )

@@ -34,8 +34,14 @@ def reverse_flow(cfg: DrConfig, flow: FlowConfig) -> FlowConfig | None:
     records never reach the source, and the group's position concerns the source's only."""
     if flow.loop_policy is LoopPolicy.PREFIX:
         return None
-    return next((f for f in cfg.flows if f.source == flow.target and f.target == flow.source
-                 and f.loop_policy is not LoopPolicy.PREFIX), None)
+    return next(
+        (
+            f
+            for f in cfg.flows
+            if f.source == flow.target and f.target == flow.source and f.loop_policy is not LoopPolicy.PREFIX
+        ),
+        None,
+    )
 
 
 def _placeable(t: Translation) -> bool:
@@ -58,19 +64,31 @@ class GroupPlacer:
 
     def _source_reader(self):
         if self._s_reader is None:
-            self._s_reader = clients.consumer(self.cfg.cluster(self.flow.source), self.cfg.names.reader_group("offset-translation"),
-                                              self.resolve, **FAST_EOF)
+            self._s_reader = clients.consumer(
+                self.cfg.cluster(self.flow.source),
+                self.cfg.names.reader_group("offset-translation"),
+                self.resolve,
+                **FAST_EOF,
+            )
         return self._s_reader
 
-    def place(self, translations: list[Translation], synced: dict[tuple[str, int], SyncedPosition] | None = None) -> list[Translation]:
+    def place(
+        self, translations: list[Translation], synced: dict[tuple[str, int], SyncedPosition] | None = None
+    ) -> list[Translation]:
         """``translations`` with each placeable one moved to where the group skips nothing."""
         todo = [t for t in translations if _placeable(t)] if self.reverse is not None else []
         if not todo:
             return translations
         known = {(t.topic, t.partition): (synced or {}).get((t.topic, t.partition)) for t in todo}
-        live = [t for t in todo if (known[(t.topic, t.partition)] is None or known[(t.topic, t.partition)].local_read_below is None)]
+        live = [
+            t
+            for t in todo
+            if (known[(t.topic, t.partition)] is None or known[(t.topic, t.partition)].local_read_below is None)
+        ]
         u_live = self._read_below_on_source(live) if live and self.tr.s_admin is not None else {}
-        t_ranges = partition_ranges(self.tr.t_admin, [TopicPartition(t.target_topic, t.partition) for t in todo], self.flow.target)
+        t_ranges = partition_ranges(
+            self.tr.t_admin, [TopicPartition(t.target_topic, t.partition) for t in todo], self.flow.target
+        )
         todo_ids = {id(t) for t in todo}
         out = []
         for t in translations:
@@ -78,7 +96,11 @@ class GroupPlacer:
                 out.append(t)
                 continue
             k = (t.topic, t.partition)
-            u = known[k].local_read_below if known[k] is not None and known[k].local_read_below is not None else u_live.get(k)
+            u = (
+                known[k].local_read_below
+                if known[k] is not None and known[k].local_read_below is not None
+                else u_live.get(k)
+            )
             out.append(self._place_one(t, u, t_ranges[(t.target_topic, t.partition)]))
         return out
 
@@ -91,7 +113,9 @@ class GroupPlacer:
         for t in translations:
             k = (t.topic, t.partition)
             x = t.source_offset
-            first = first_copy_from(self._source_reader(), self.flow.source, t.topic, t.partition, x, ends[k][1], self.flow.target)
+            first = first_copy_from(
+                self._source_reader(), self.flow.source, t.topic, t.partition, x, ends[k][1], self.flow.target
+            )
             out[k] = core.local_read_below(first, progress.get(k, {}).get("next_offset"))
         return out
 
@@ -107,20 +131,34 @@ class GroupPlacer:
         reread = {self.flow.source: placed.reread_source, self.flow.target: placed.reread_local}
         where = f"{t.target_topic}[{t.partition}]"
         if placed.reread_local is None:
-            why = (f"; which of {self.flow.target}'s own records the group had read on {self.flow.source} is not known: at "
-                   f"{where}@{placed.target_offset}, before every one of them (re-reads {placed.reread_source} of "
-                   f"{self.flow.source}'s, an unknown number of {self.flow.target}'s)")
-            return replace(t, target_offset=placed.target_offset, status=APPROXIMATE, reason=t.reason + why, reread=reread)
+            why = (
+                f"; which of {self.flow.target}'s own records the group had read on {self.flow.source} is not known: at "
+                f"{where}@{placed.target_offset}, before every one of them (re-reads {placed.reread_source} of "
+                f"{self.flow.source}'s, an unknown number of {self.flow.target}'s)"
+            )
+            return replace(
+                t, target_offset=placed.target_offset, status=APPROXIMATE, reason=t.reason + why, reread=reread
+            )
         if placed.target_offset == a and not placed.reread_local:
             why = f"; every {self.flow.target} record the group had not read is after it"
             if u is None:
                 return replace(t, reason=t.reason + why, reread=reread)
         else:
-            why = (f"; earliest position that skips nothing: {where}@{placed.target_offset} (the group had read "
-                   f"{self.flow.target}'s records below {u}), re-reads {placed.reread_source} record(s) of {self.flow.source} "
-                   f"and {placed.reread_local} of {self.flow.target}")
-        log.info("flow %s: group %s %s[%d]: origin position %d, local read below %d -> %d", self.flow.name, t.group, t.topic,
-                 t.partition, a, u, placed.target_offset)
+            why = (
+                f"; earliest position that skips nothing: {where}@{placed.target_offset} (the group had read "
+                f"{self.flow.target}'s records below {u}), re-reads {placed.reread_source} record(s) of {self.flow.source} "
+                f"and {placed.reread_local} of {self.flow.target}"
+            )
+        log.info(
+            "flow %s: group %s %s[%d]: origin position %d, local read below %d -> %d",
+            self.flow.name,
+            t.group,
+            t.topic,
+            t.partition,
+            a,
+            u,
+            placed.target_offset,
+        )
         return replace(t, target_offset=placed.target_offset, reason=t.reason + why, reread=reread, local_read_below=u)
 
     def _kind(self, msg, t: Translation) -> str:
@@ -134,5 +172,6 @@ class GroupPlacer:
             prov = Provenance.from_headers(headers)
         except ValueError as e:
             raise RuntimeError(f"{self.flow.target}/{t.target_topic}[{t.partition}]@{msg.offset()}: {e}") from None
-        return core.SOURCE if prov is not None and prov.topic == t.topic and prov.partition == t.partition else core.OTHER
-
+        return (
+            core.SOURCE if prov is not None and prov.topic == t.topic and prov.partition == t.partition else core.OTHER
+        )

@@ -30,7 +30,9 @@ def emit(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None, now
     return hb
 
 
-def read_tail(consumer: Consumer, topic: str, tail: int = TAIL, timeout: float = 30.0) -> list[tuple[str | None, Heartbeat]]:
+def read_tail(
+    consumer: Consumer, topic: str, tail: int = TAIL, timeout: float = 30.0
+) -> list[tuple[str | None, Heartbeat]]:
     md = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
     if md is None or md.error is not None:
         return []
@@ -58,11 +60,14 @@ def read_tail(consumer: Consumer, topic: str, tail: int = TAIL, timeout: float =
     return out
 
 
-def measure(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, now_ms: int | None = None) -> FlowLatency:
+def measure(
+    cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, now_ms: int | None = None
+) -> FlowLatency:
     """The age of the newest heartbeat of ``flow.source`` that reached ``flow.target``."""
     topic = router_for(cfg, flow).target_topic(cfg.names.heartbeat_topic) or cfg.names.heartbeat_topic
-    c = clients.consumer(cfg.cluster(flow.target), cfg.names.reader_group("heartbeat-reader"), resolve,
-                         **{"enable.partition.eof": True})
+    c = clients.consumer(
+        cfg.cluster(flow.target), cfg.names.reader_group("heartbeat-reader"), resolve, **{"enable.partition.eof": True}
+    )
     try:
         seen = read_tail(c, topic)
     finally:

@@ -30,8 +30,8 @@ from kafka_dr.core.offsets import Hit, Translation
 from kafka_dr.core.provenance import Provenance, origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.progress_store import committed_with_retry, read_committed_progress
 from kafka_dr.kafka.group_position import GroupPlacer
+from kafka_dr.kafka.progress_store import committed_with_retry, read_committed_progress
 from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
 from kafka_dr.kafka.topics import partition_ranges
 
@@ -49,8 +49,18 @@ BEHIND_COUNT_LIMIT = 100_000
 class PartitionProbe:
     """``first_from(m)``: the first record of one origin at target offset >= m, read by seeking."""
 
-    def __init__(self, consumer: Consumer, where: str, topic: str, partition: int, end: int,
-                 origin: str, origin_topic: str, origin_partition: int, timeout: float = TIMEOUT):
+    def __init__(
+        self,
+        consumer: Consumer,
+        where: str,
+        topic: str,
+        partition: int,
+        end: int,
+        origin: str,
+        origin_topic: str,
+        origin_partition: int,
+        timeout: float = TIMEOUT,
+    ):
         self.c, self.where, self.topic, self.partition, self.end = consumer, where, topic, partition, end
         self.origin, self.origin_topic, self.origin_partition = origin, origin_topic, origin_partition
         self.timeout = timeout
@@ -74,7 +84,9 @@ class PartitionProbe:
                             if msg.offset() >= self.end:
                                 return None
                             continue  # stale, from an earlier assignment
-                        raise RuntimeError(f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: {err.str()}")
+                        raise RuntimeError(
+                            f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: {err.str()}"
+                        )
                     off = msg.offset()
                     if off < m:
                         continue  # stale
@@ -95,8 +107,10 @@ class PartitionProbe:
                     if pos >= self.end:  # read_committed stops short at control/aborted records
                         return None
                     if time.monotonic() > deadline:
-                        raise TimeoutError(f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: no record "
-                                           f"within {self.timeout:.0f}s (end {self.end})")
+                        raise TimeoutError(
+                            f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: no record "
+                            f"within {self.timeout:.0f}s (end {self.end})"
+                        )
         finally:
             self.c.unassign()
 
@@ -104,19 +118,32 @@ class PartitionProbe:
 class Translator:
     """Translates offsets of one flow; holds the clients (close it, or use ``with``)."""
 
-    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, margin_seconds: float | None = None,
-                 source_available: bool | None = None):
+    def __init__(
+        self,
+        cfg: DrConfig,
+        flow: FlowConfig,
+        resolve: SecretResolver | None = None,
+        margin_seconds: float | None = None,
+        source_available: bool | None = None,
+    ):
         self.cfg, self.flow, self.resolve = cfg, flow, resolve
         self.router = router_for(cfg, flow)
         self.margin = cfg.thresholds.timestamp_margin_seconds if margin_seconds is None else margin_seconds
         tgt = cfg.cluster(flow.target)
         self.t_admin = clients.admin(tgt, resolve)  # kept referenced until its futures complete
-        self.t_consumer = clients.consumer(tgt, cfg.names.reader_group("offset-translation"), resolve,
-                                           **{"enable.partition.eof": True, "fetch.max.bytes": 1 << 20,
-                                              "max.partition.fetch.bytes": 256 << 10,
-                                              # probes re-assign often: a fetch long-polling at the
-                                              # log end must not hold the next probe for 500 ms
-                                              "fetch.wait.max.ms": 10})
+        self.t_consumer = clients.consumer(
+            tgt,
+            cfg.names.reader_group("offset-translation"),
+            resolve,
+            **{
+                "enable.partition.eof": True,
+                "fetch.max.bytes": 1 << 20,
+                "max.partition.fetch.bytes": 256 << 10,
+                # probes re-assign often: a fetch long-polling at the
+                # log end must not hold the next probe for 500 ms
+                "fetch.wait.max.ms": 10,
+            },
+        )
         self.s_admin = self.s_consumer = None
         if source_available is not False:
             src = cfg.cluster(flow.source)
@@ -124,11 +151,19 @@ class Translator:
             try:
                 admin.list_topics(timeout=SOURCE_PROBE_TIMEOUT)
                 self.s_admin = admin
-                self.s_consumer = clients.consumer(src, cfg.names.reader_group("offset-translation"), resolve, **FAST_EOF)
+                self.s_consumer = clients.consumer(
+                    src, cfg.names.reader_group("offset-translation"), resolve, **FAST_EOF
+                )
             except KafkaException as e:
                 if source_available:
-                    raise clients.ClusterUnreachable(f"flow {flow.name}: source cluster {flow.source!r} did not answer: {e.args[0]}") from None
-                log.warning("flow %s: source %s unreachable; translating without its ranges or timestamps", flow.name, flow.source)
+                    raise clients.ClusterUnreachable(
+                        f"flow {flow.name}: source cluster {flow.source!r} did not answer: {e.args[0]}"
+                    ) from None
+                log.warning(
+                    "flow %s: source %s unreachable; translating without its ranges or timestamps",
+                    flow.name,
+                    flow.source,
+                )
 
     def __enter__(self):
         return self
@@ -162,26 +197,65 @@ class Translator:
             s_ranges = partition_ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
         out = []
         for k in keys:
-            out.append(self._one(group, k[0], k[1], source_offsets[k], targets[k], t_ranges[(targets[k], k[1])],
-                                 progress.get((targets[k], k[1]), {}).get("next_offset"), None if s_ranges is None else s_ranges[k]))
+            out.append(
+                self._one(
+                    group,
+                    k[0],
+                    k[1],
+                    source_offsets[k],
+                    targets[k],
+                    t_ranges[(targets[k], k[1])],
+                    progress.get((targets[k], k[1]), {}).get("next_offset"),
+                    None if s_ranges is None else s_ranges[k],
+                )
+            )
         return out
 
     def _one(self, group, topic, p, x, target_topic, t_range, prog, s_range) -> Translation:
-        probe = PartitionProbe(self.t_consumer, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p)
+        probe = PartitionProbe(
+            self.t_consumer, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p
+        )
         found, earlier, probes = core.search(probe.first_from, t_range[0], t_range[1], x)
-        log.info("flow %s: %s[%d]@%d -> %s[%d]: %d probes, %d records read", self.flow.name, topic, p, x, target_topic, p,
-                 probes, probe.records_read)
+        log.info(
+            "flow %s: %s[%d]@%d -> %s[%d]: %d probes, %d records read",
+            self.flow.name,
+            topic,
+            p,
+            x,
+            target_topic,
+            p,
+            probes,
+            probe.records_read,
+        )
         if found is None and earlier is None and prog is None and s_range is not None and s_range[1] > s_range[0]:
             return self._by_timestamp(group, topic, p, x, target_topic, t_range, s_range)
         behind, effective = None, None
-        if (prog is not None and found is None and prog < x <= prog + BEHIND_COUNT_LIMIT and self.s_consumer is not None
-                and (s_range is None or x <= s_range[1])):
+        if (
+            prog is not None
+            and found is None
+            and prog < x <= prog + BEHIND_COUNT_LIMIT
+            and self.s_consumer is not None
+            and (s_range is None or x <= s_range[1])
+        ):
             # what lies between the copy position and X: records, or markers and filtered copies
-            n, last = count_copied(self.s_consumer, self.flow.source, self.router.transform(), {(topic, p): (prog, x)})[(topic, p)]
+            n, last = count_copied(self.s_consumer, self.flow.source, self.router.transform(), {(topic, p): (prog, x)})[
+                (topic, p)
+            ]
             behind, effective = n, (last + 1 if last is not None else prog)
-        t = core.translate_from_candidates(group=group, topic=topic, partition=p, source_offset=x, target_topic=target_topic,
-                                           target_range=t_range, progress=prog, found=found, earlier=earlier,
-                                           source_range=s_range, origin=self.flow.source, behind_copied=behind)
+        t = core.translate_from_candidates(
+            group=group,
+            topic=topic,
+            partition=p,
+            source_offset=x,
+            target_topic=target_topic,
+            target_range=t_range,
+            progress=prog,
+            found=found,
+            earlier=earlier,
+            source_range=s_range,
+            origin=self.flow.source,
+            behind_copied=behind,
+        )
         return replace(t, effective_offset=effective) if effective is not None else t
 
     def _by_timestamp(self, group, topic, p, x, target_topic, t_range, s_range) -> Translation:
@@ -194,14 +268,27 @@ class Translator:
             lookup = core.timestamp_target(ts, self.margin)
             got = self.t_consumer.offsets_for_times([TopicPartition(target_topic, p, lookup)], timeout=TIMEOUT)[0]
             if got.error is not None:
-                raise RuntimeError(f"{self.flow.target}/{target_topic}[{p}]: timestamp lookup {lookup}: {got.error.str()}")
+                raise RuntimeError(
+                    f"{self.flow.target}/{target_topic}[{p}]: timestamp lookup {lookup}: {got.error.str()}"
+                )
             off = got.offset
-        return core.translate_by_timestamp(group=group, topic=topic, partition=p, source_offset=x, target_topic=target_topic,
-                                           target_end=t_range[1], source_ts_ms=ts, margin_seconds=self.margin, offset_for_ts=off,
-                                           origin=self.flow.source)
+        return core.translate_by_timestamp(
+            group=group,
+            topic=topic,
+            partition=p,
+            source_offset=x,
+            target_topic=target_topic,
+            target_end=t_range[1],
+            source_ts_ms=ts,
+            margin_seconds=self.margin,
+            offset_for_ts=off,
+            origin=self.flow.source,
+        )
 
 
-def _timestamp_at(consumer: Consumer, topic: str, p: int, offset: int, end: int, timeout: float = TIMEOUT) -> int | None:
+def _timestamp_at(
+    consumer: Consumer, topic: str, p: int, offset: int, end: int, timeout: float = TIMEOUT
+) -> int | None:
     """Timestamp of the first record at or after ``offset`` (compaction gaps) below ``end``."""
     consumer.assign([TopicPartition(topic, p, offset)])
     deadline = time.monotonic() + timeout
@@ -217,8 +304,14 @@ def _timestamp_at(consumer: Consumer, topic: str, p: int, offset: int, end: int,
         consumer.unassign()
 
 
-def read_group_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None,
-                       timeout: float = 60.0, skip_synced: bool = False) -> dict[tuple[str, int], int]:
+def read_group_offsets(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    group: str,
+    resolve: SecretResolver | None = None,
+    timeout: float = 60.0,
+    skip_synced: bool = False,
+) -> dict[tuple[str, int], int]:
     """The group's committed offsets on ``flow.source`` for every partition of the topics the
     flow replicates (partitions without a commit are left out; with ``skip_synced`` also those
     the offset sync wrote, see ``core.offsets.is_sync_commit``)."""
@@ -228,16 +321,24 @@ def read_group_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: Sec
         try:
             md = c.list_topics(timeout=TIMEOUT)
         except KafkaException as e:
-            raise clients.ClusterUnreachable(f"flow {flow.name}: reading group {group!r} on {flow.source}: {e.args[0]}; "
-                                             f"if {flow.source} is down pass source_offsets (last_synced_offsets)") from None
-        tps = [TopicPartition(t, p) for t, meta in md.topics.items() if meta.error is None and router.target_topic(t) is not None
-               and t != cfg.names.heartbeat_topic for p in meta.partitions]
+            raise clients.ClusterUnreachable(
+                f"flow {flow.name}: reading group {group!r} on {flow.source}: {e.args[0]}; "
+                f"if {flow.source} is down pass source_offsets (last_synced_offsets)"
+            ) from None
+        tps = [
+            TopicPartition(t, p)
+            for t, meta in md.topics.items()
+            if meta.error is None and router.target_topic(t) is not None and t != cfg.names.heartbeat_topic
+            for p in meta.partitions
+        ]
         if not tps:
             return {}
         try:
             got = committed_with_retry(c, tps, timeout)
         except KafkaException as e:
-            raise RuntimeError(f"flow {flow.name}: reading committed offsets of group {group!r} on {flow.source}: {e.args[0].str()}") from None
+            raise RuntimeError(
+                f"flow {flow.name}: reading committed offsets of group {group!r} on {flow.source}: {e.args[0].str()}"
+            ) from None
     finally:
         c.close()
     out = {}
@@ -245,17 +346,30 @@ def read_group_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: Sec
         if tp.error is not None:
             raise RuntimeError(f"group {group!r} on {flow.source}/{tp.topic}[{tp.partition}]: {tp.error.str()}")
         if tp.offset >= 0 and skip_synced and core.is_sync_commit(tp.metadata):
-            log.info("flow %s: group %s on %s/%s[%d]@%d was committed by the offset sync, not by a consumer: not synced onward",
-                     flow.name, group, flow.source, tp.topic, tp.partition, tp.offset)
+            log.info(
+                "flow %s: group %s on %s/%s[%d]@%d was committed by the offset sync, not by a consumer: not synced onward",
+                flow.name,
+                group,
+                flow.source,
+                tp.topic,
+                tp.partition,
+                tp.offset,
+            )
             continue
         if tp.offset >= 0:
             out[(tp.topic, tp.partition)] = tp.offset
     return out
 
 
-def translate_group(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None,
-                    margin_seconds: float | None = None, source_offsets: dict[tuple[str, int], int] | None = None,
-                    synced: dict | None = None) -> list[Translation]:
+def translate_group(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    group: str,
+    resolve: SecretResolver | None = None,
+    margin_seconds: float | None = None,
+    source_offsets: dict[tuple[str, int], int] | None = None,
+    synced: dict | None = None,
+) -> list[Translation]:
     """Translate ``group``'s committed offsets from ``flow.source`` to ``flow.target``: in
     active/active, the earliest target position that skips none of the records it had not
     read (:mod:`kafka_dr.kafka.group_position`).
@@ -278,20 +392,32 @@ def translate_group(cfg: DrConfig, flow: FlowConfig, group: str, resolve: Secret
             placer.close()
 
 
-def translate_offset(cfg: DrConfig, flow: FlowConfig, topic: str, partition: int, source_offset: int,
-                     resolve: SecretResolver | None = None, group: str = "", margin_seconds: float | None = None) -> Translation:
+def translate_offset(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    topic: str,
+    partition: int,
+    source_offset: int,
+    resolve: SecretResolver | None = None,
+    group: str = "",
+    margin_seconds: float | None = None,
+) -> Translation:
     """Translate one source offset of ``topic[partition]``."""
     with Translator(cfg, flow, resolve, margin_seconds) as tr:
         return tr.translate(group, {(topic, partition): source_offset})[0]
 
 
-def last_synced_offsets(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict[tuple[str, int], int]:
+def last_synced_offsets(
+    cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None
+) -> dict[tuple[str, int], int]:
     """The source offsets of ``group`` last recorded by the offset sync on the target
     (``<internal_prefix>.offset-sync``): what to translate when the source is gone."""
     return core.latest_synced(offset_sync_records(cfg, flow, "offset-translation", resolve), flow.name, group)
 
 
-def offset_sync_records(cfg: DrConfig, flow: FlowConfig, reader: str, resolve: SecretResolver | None = None) -> list[tuple]:
+def offset_sync_records(
+    cfg: DrConfig, flow: FlowConfig, reader: str, resolve: SecretResolver | None = None
+) -> list[tuple]:
     """Every ``(key, value)`` on the flow's target offset-sync topic (none when it does not exist);
     ``reader`` names the consumer group suffix of the caller."""
     from kafka_dr.kafka.reading import read_partitions

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
@@ -51,8 +51,14 @@ def abort_offsets_transaction(producer: Producer, group_meta, tps: list[TopicPar
 Pair = tuple[str, str, int]
 
 
-def read_progress(cfg: DrConfig, flow: FlowConfig, consumer: Consumer, producer: Callable[[], Producer], pairs: list[Pair],
-                  resolve: SecretResolver | None = None) -> dict[Pair, int | None]:
+def read_progress(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    consumer: Consumer,
+    producer: Callable[[], Producer],
+    pairs: list[Pair],
+    resolve: SecretResolver | None = None,
+) -> dict[Pair, int | None]:
     """The committed progress (next source offset, or None) of each of ``pairs``, read
     ``read_committed`` with ``consumer`` (of the flow's progress group).
 
@@ -69,9 +75,14 @@ def read_progress(cfg: DrConfig, flow: FlowConfig, consumer: Consumer, producer:
     except KafkaException as e:
         if not unstable(e):
             raise
-        log.warning("flow %s: progress of %s on %s stayed unstable for %.0fs (a pending transactional commit no transaction "
-                    "owns?); clearing it with an aborted transaction of the same transactional id",
-                    flow.name, named, flow.target, UNSTABLE_SECONDS)
+        log.warning(
+            "flow %s: progress of %s on %s stayed unstable for %.0fs (a pending transactional commit no transaction "
+            "owns?); clearing it with an aborted transaction of the same transactional id",
+            flow.name,
+            named,
+            flow.target,
+            UNSTABLE_SECONDS,
+        )
         abort_offsets_transaction(producer(), consumer.consumer_group_metadata(), tps)
         cleared = True
         try:
@@ -93,8 +104,14 @@ def read_progress(cfg: DrConfig, flow: FlowConfig, consumer: Consumer, producer:
     return progress
 
 
-def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_meta,
-                    committed: dict[Pair, int | None], resolve: SecretResolver | None = None) -> dict[Pair, int | None]:
+def repair_progress(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    producer: Producer,
+    group_meta,
+    committed: dict[Pair, int | None],
+    resolve: SecretResolver | None = None,
+) -> dict[Pair, int | None]:
     """After a pending commit was cleared: the progress of each (source topic, target topic,
     partition) of ``committed`` (its committed next offset, or None), moved up to just after
     the last copy of that partition on the target where that is ahead, and committed in one
@@ -103,8 +120,13 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
 
     A copy past the source's end offset means the source topic is not the one copied (it was
     recreated); the progress is then left as it is, for the copier to report."""
-    source = Consumer(client_config(cfg.cluster(flow.source), resolve, **{"group.id": cfg.names.progress_group(flow.name),
-                                                                          "enable.auto.commit": False}))
+    source = Consumer(
+        client_config(
+            cfg.cluster(flow.source),
+            resolve,
+            **{"group.id": cfg.names.progress_group(flow.name), "enable.auto.commit": False},
+        )
+    )
     moved: dict[Pair, int] = {}
     try:
         for (topic, target_topic, partition), done in committed.items():
@@ -117,8 +139,18 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
                 continue
             end = watermarks(source, TopicPartition(topic, partition), 30)[1]
             if last + 1 > end:
-                log.warning("flow %s: %s/%s[%d] holds a copy of offset %d, past the end of %s/%s[%d] (%d): progress left as it is",
-                            flow.name, flow.target, target_topic, partition, last, flow.source, topic, partition, end)
+                log.warning(
+                    "flow %s: %s/%s[%d] holds a copy of offset %d, past the end of %s/%s[%d] (%d): progress left as it is",
+                    flow.name,
+                    flow.target,
+                    target_topic,
+                    partition,
+                    last,
+                    flow.source,
+                    topic,
+                    partition,
+                    end,
+                )
                 continue
             moved[(topic, target_topic, partition)] = last + 1
     finally:
@@ -127,41 +159,76 @@ def repair_progress(cfg: DrConfig, flow: FlowConfig, producer: Producer, group_m
         return dict(committed)
     now_ms = int(time.time() * 1000)
     producer.begin_transaction()
-    producer.send_offsets_to_transaction([TopicPartition(t, p, nxt, encode_metadata(src, now_ms)) for (src, t, p), nxt in moved.items()],
-                                         group_meta, 30)
+    producer.send_offsets_to_transaction(
+        [TopicPartition(t, p, nxt, encode_metadata(src, now_ms)) for (src, t, p), nxt in moved.items()], group_meta, 30
+    )
     producer.commit_transaction(30)
     for (src, t, p), nxt in moved.items():
-        log.warning("flow %s: progress of %s/%s[%d] was %s while copies up to source offset %d were on the target (the cleared "
-                    "commit was of a committed transaction); progress set to %d", flow.name, flow.target, t, p, committed[(src, t, p)],
-                    nxt - 1, nxt)
+        log.warning(
+            "flow %s: progress of %s/%s[%d] was %s while copies up to source offset %d were on the target (the cleared "
+            "commit was of a committed transaction); progress set to %d",
+            flow.name,
+            flow.target,
+            t,
+            p,
+            committed[(src, t, p)],
+            nxt - 1,
+            nxt,
+        )
     return {**committed, **moved}
 
 
-def clear_flow_orphans(cfg: DrConfig, flow: FlowConfig, pairs: list[Pair], resolve: SecretResolver | None = None) -> None:
+def clear_flow_orphans(
+    cfg: DrConfig, flow: FlowConfig, pairs: list[Pair], resolve: SecretResolver | None = None
+) -> None:
     """Clear orphaned progress commits of ``pairs`` ((source topic, target topic, partition)),
     one short-lived producer per transactional id. Fences a running copier of these
     partitions (it redoes its chunk from committed progress), so it is for a job's start.
     Progress behind the copies on the target is then repaired (:func:`repair_progress`)."""
     target = cfg.cluster(flow.target)
-    meta = Consumer(client_config(target, resolve, **{"group.id": cfg.names.progress_group(flow.name),
-                                                      "enable.auto.commit": False, "isolation.level": "read_committed"}))
+    meta = Consumer(
+        client_config(
+            target,
+            resolve,
+            **{
+                "group.id": cfg.names.progress_group(flow.name),
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
+    )
     try:
         group_meta = meta.consumer_group_metadata()
         for source_topic, target_topic, partition in pairs:
-            p = Producer(one_shot_transactional_config(target, resolve, cfg.names.transactional_id(flow.name, source_topic, partition)))
+            p = Producer(
+                one_shot_transactional_config(
+                    target, resolve, cfg.names.transactional_id(flow.name, source_topic, partition)
+                )
+            )
             p.init_transactions(30)
             abort_offsets_transaction(p, group_meta, [TopicPartition(target_topic, partition)])  # synchronous
         # a whole streaming task commits every partition's progress under the flow's task id
         p = Producer(one_shot_transactional_config(target, resolve, cfg.names.task_transactional_id(flow.name)))
         p.init_transactions(30)
         abort_offsets_transaction(p, group_meta, [TopicPartition(t, q) for _, t, q in pairs])
-        log.warning("flow %s: cleared pending progress commits no transaction owned on %s (%d partition(s)); "
-                    "progress reads were unstable", flow.name, flow.target, len(pairs))
+        log.warning(
+            "flow %s: cleared pending progress commits no transaction owned on %s (%d partition(s)); "
+            "progress reads were unstable",
+            flow.name,
+            flow.target,
+            len(pairs),
+        )
         try:
             got = committed_with_retry(meta, [TopicPartition(t, q) for _, t, q in pairs], 60)
         except KafkaException:
             return  # still unstable: the caller's read names what holds it
-        repair_progress(cfg, flow, p, group_meta, {pair: (tp.offset if tp.offset >= 0 else None)
-                                                   for pair, tp in zip(pairs, got) if tp.error is None}, resolve)
+        repair_progress(
+            cfg,
+            flow,
+            p,
+            group_meta,
+            {pair: (tp.offset if tp.offset >= 0 else None) for pair, tp in zip(pairs, got) if tp.error is None},
+            resolve,
+        )
     finally:
         meta.close()

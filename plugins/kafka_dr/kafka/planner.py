@@ -43,10 +43,16 @@ class TopicRoute:
 
 
 class FlowPlanner:
-    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, clock=time.monotonic,
-                 create_targets: bool = True) -> None:
+    def __init__(
+        self,
+        cfg: DrConfig,
+        flow: FlowConfig,
+        resolve: SecretResolver | None = None,
+        clock=time.monotonic,
+        create_targets: bool = True,
+    ) -> None:
         """:param create_targets: create missing target topics on discovery (``False``: plan only,
-            as a dry run must)."""
+        as a dry run must)."""
         self.cfg, self.flow, self.clock, self.resolve = cfg, flow, clock, resolve
         self.create_targets = create_targets
         self.router = router_for(cfg, flow)
@@ -74,7 +80,8 @@ class FlowPlanner:
             problem = auth_problem(cluster, self.resolve)
             if problem:
                 raise AuthenticationFailed(
-                    f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}): {problem}") from None
+                    f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}): {problem}"
+                ) from None
             raise ClusterUnreachable(
                 f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}) did not answer: {e.args[0].str()}"
             ) from None
@@ -94,7 +101,14 @@ class FlowPlanner:
         if new and self.create_targets:
             self._ensure_targets(new)
             for r in new:
-                log.info("flow %s: replicating %s[%d partitions] -> %s/%s", self.flow.name, r.source_topic, r.partitions, self.flow.target, r.target_topic)
+                log.info(
+                    "flow %s: replicating %s[%d partitions] -> %s/%s",
+                    self.flow.name,
+                    r.source_topic,
+                    r.partitions,
+                    self.flow.target,
+                    r.target_topic,
+                )
         return wanted
 
     def _ensure_targets(self, routes: list[TopicRoute]) -> None:
@@ -111,7 +125,15 @@ class FlowPlanner:
         if not missing:
             return
         configs = self._source_configs([r.source_topic for r in missing])
-        new_topics = [NewTopic(r.target_topic, num_partitions=r.partitions, replication_factor=-1, config=configs.get(r.source_topic, {})) for r in missing]
+        new_topics = [
+            NewTopic(
+                r.target_topic,
+                num_partitions=r.partitions,
+                replication_factor=-1,
+                config=configs.get(r.source_topic, {}),
+            )
+            for r in missing
+        ]
         for name, error in create_topics(self.target, new_topics).items():
             if error is not None and error != "exists":
                 raise RuntimeError(f"flow {self.flow.name}: creating {self.flow.target}/{name}: {error}")
@@ -122,7 +144,10 @@ class FlowPlanner:
 
     def _source_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
         excludes = self.cfg.topic_config.exclude
-        return {t: replicable_configs(explicit, excludes) for t, explicit in describe_topic_configs(self.source, topics).items()}
+        return {
+            t: replicable_configs(explicit, excludes)
+            for t, explicit in describe_topic_configs(self.source, topics).items()
+        }
 
     # --- offsets -----------------------------------------------------------------------
 
@@ -131,8 +156,11 @@ class FlowPlanner:
         request = {TopicPartition(r.source_topic, p): spec for r in routes.values() for p in range(r.partitions)}
         if not request:
             return {}
+
         def call() -> Offsets:
-            futs = self.source.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=METADATA_TIMEOUT)
+            futs = self.source.list_offsets(
+                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=METADATA_TIMEOUT
+            )
             out: Offsets = {}
             for tp, fut in futs.items():
                 out.setdefault(tp.topic, {})[str(tp.partition)] = fut.result(timeout=60).offset

@@ -28,7 +28,9 @@ def _ask(cfg: DrConfig, name: str, call):
         return call()
     except KafkaException as e:
         cluster = cfg.cluster(name)
-        raise ClusterUnreachable(f"pre-flight: cluster {name!r} ({cluster.bootstrap_servers}) did not answer: {e.args[0].str()}") from None
+        raise ClusterUnreachable(
+            f"pre-flight: cluster {name!r} ({cluster.bootstrap_servers}) did not answer: {e.args[0].str()}"
+        ) from None
 
 
 def gather_metadata(cfg: DrConfig, resolve: SecretResolver | None = None) -> Metadata:
@@ -52,7 +54,11 @@ def gather_metadata(cfg: DrConfig, resolve: SecretResolver | None = None) -> Met
 
     out: dict[str, dict[str, dict]] = {}
     for n in names:
-        configs = _ask(cfg, n, lambda n=n: describe_topic_configs(clients[n], sorted(relevant[n]), explicit_only=False, missing_ok=True))
+        configs = _ask(
+            cfg,
+            n,
+            lambda n=n: describe_topic_configs(clients[n], sorted(relevant[n]), explicit_only=False, missing_ok=True),
+        )
         out[n] = {
             topic: {"partitions": count, "configs": {k: v for k, v in configs.get(topic, {}).items() if k in CONFIGS}}
             for topic, count in partitions[n].items()

@@ -10,7 +10,7 @@ Used by offset translation (records the flow has not copied yet), group position
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
@@ -22,8 +22,9 @@ TIMEOUT = 30.0
 FAST_EOF = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
 
 
-def read_ranges(consumer: Consumer, where: str, ranges: dict[tuple[str, int], tuple[int, int]],
-                timeout: float = TIMEOUT) -> Iterator[tuple[tuple[str, int], object]]:
+def read_ranges(
+    consumer: Consumer, where: str, ranges: dict[tuple[str, int], tuple[int, int]], timeout: float = TIMEOUT
+) -> Iterator[tuple[tuple[str, int], object]]:
     """Yield ``((topic, partition), message)`` for every record in each ``[start, end)`` of
     ``ranges``, in order per partition. ``where`` names the cluster in errors. Raises
     ``TimeoutError`` when a partition delivers nothing for ``timeout`` seconds short of its end."""
@@ -70,8 +71,13 @@ def read_ranges(consumer: Consumer, where: str, ranges: dict[tuple[str, int], tu
 Transform = Callable[..., object]
 
 
-def count_copied(consumer: Consumer, where: str, transform: Transform, ranges: dict[tuple[str, int], tuple[int, int]],
-                 timeout: float = TIMEOUT) -> dict[tuple[str, int], tuple[int, int | None]]:
+def count_copied(
+    consumer: Consumer,
+    where: str,
+    transform: Transform,
+    ranges: dict[tuple[str, int], tuple[int, int]],
+    timeout: float = TIMEOUT,
+) -> dict[tuple[str, int], tuple[int, int | None]]:
     """Per partition: how many records in its range the flow's loop policy copies, and the
     offset of the last of them (``None``: none). Transaction markers and aborted records are
     never delivered; records the policy filters are read and not counted."""
@@ -84,8 +90,16 @@ def count_copied(consumer: Consumer, where: str, transform: Transform, ranges: d
     return out
 
 
-def first_copy_from(consumer: Consumer, where: str, topic: str, partition: int, start: int, end: int, origin: str,
-                    timeout: float = TIMEOUT) -> int | None:
+def first_copy_from(
+    consumer: Consumer,
+    where: str,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    origin: str,
+    timeout: float = TIMEOUT,
+) -> int | None:
     """The origin offset of the first record in ``[start, end)`` copied from ``origin``'s
     ``topic[partition]`` (provenance headers), or ``None``."""
     for _, msg in read_ranges(consumer, where, {(topic, partition): (start, end)}, timeout):

@@ -62,5 +62,7 @@ def read_partitions(consumer: Consumer, topic: str, partitions: list[int], timeo
                     pending.pop(tp.partition, None)
     consumer.unassign()
     if pending:
-        raise TimeoutError(f"reading {topic}: partitions {sorted(pending)} did not reach their end offsets {pending} within {timeout:.0f}s")
+        raise TimeoutError(
+            f"reading {topic}: partitions {sorted(pending)} did not reach their end offsets {pending} within {timeout:.0f}s"
+        )
     return out

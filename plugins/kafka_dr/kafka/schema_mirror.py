@@ -121,8 +121,13 @@ def _source_end(admin: AdminClient, cluster: str, topic: str) -> tuple[int, int]
     return out[0], out[1]
 
 
-def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, chunk_records: int = 10_000,
-           allow_reset: bool = False) -> MirrorResult:
+def mirror(
+    cfg: DrConfig,
+    target: str,
+    resolve: SecretResolver | None = None,
+    chunk_records: int = 10_000,
+    allow_reset: bool = False,
+) -> MirrorResult:
     """Copy what the primary's registry topic gained since the last run to ``target``."""
     t0 = time.monotonic()
     sm = _settings(cfg, target)
@@ -135,9 +140,11 @@ def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, ch
     if _one_partition(src_admin, sm.primary, res.source_topic) is None:
         # A registry creates its topic when it first starts: until then there is nothing to mirror,
         # a state to report, not a failure to retry.
-        res.not_set_up = (f"{where}: not set up: {sm.primary} has no topic {res.source_topic!r} (no schema registry has "
-                          f"started there with kafkastore.topic={res.source_topic}; set clusters.{sm.primary}.schema_registry.topic "
-                          f"if it uses another)")
+        res.not_set_up = (
+            f"{where}: not set up: {sm.primary} has no topic {res.source_topic!r} (no schema registry has "
+            f"started there with kafkastore.topic={res.source_topic}; set clusters.{sm.primary}.schema_registry.topic "
+            f"if it uses another)"
+        )
         log.warning("%s", res.not_set_up)
         res.seconds = time.monotonic() - t0
         return res
@@ -148,19 +155,46 @@ def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, ch
     else:
         _one_partition(dst_admin, target, res.target_topic)
 
-    producer = Producer(client_config(dst, resolve, **{
-        "transactional.id": group, "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-        "transaction.timeout.ms": 60_000, "delivery.timeout.ms": 60_000,
-    }))
-    meta = Consumer(client_config(dst, resolve, **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
-    source = Consumer(client_config(src, resolve, **{
-        "group.id": f"{group}.reader", "enable.auto.commit": False, "enable.auto.offset.store": False,
-        "isolation.level": "read_committed", "enable.partition.eof": True, "auto.offset.reset": "earliest"}))
+    producer = Producer(
+        client_config(
+            dst,
+            resolve,
+            **{
+                "transactional.id": group,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "transaction.timeout.ms": 60_000,
+                "delivery.timeout.ms": 60_000,
+            },
+        )
+    )
+    meta = Consumer(
+        client_config(
+            dst, resolve, **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}
+        )
+    )
+    source = Consumer(
+        client_config(
+            src,
+            resolve,
+            **{
+                "group.id": f"{group}.reader",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+            },
+        )
+    )
     try:
         try:
             producer.init_transactions(TIMEOUT)  # fences any earlier run; aborts its open transaction
         except KafkaException as e:
-            raise RuntimeError(f"{where}: initialising transactional id {group!r} on {target}: {e.args[0].str()}") from None
+            raise RuntimeError(
+                f"{where}: initialising transactional id {group!r} on {target}: {e.args[0].str()}"
+            ) from None
         target_tp = TopicPartition(res.target_topic, PARTITION)
         try:
             tp = committed_with_retry(meta, [target_tp], 60)[0]
@@ -176,12 +210,14 @@ def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, ch
                 raise SchemaProgressLost(
                     f"{where}: no progress committed in group {group!r} on {target}, but {target}/{res.target_topic} "
                     f"already holds {len(present)} record(s): the progress was lost, or something else writes there. "
-                    f"Copying from the start would duplicate them; check the topic, then re-run with allow_reset")
+                    f"Copying from the start would duplicate them; check the topic, then re-run with allow_reset"
+                )
         if committed is not None and committed > end:
             raise SchemaProgressLost(
                 f"{where}: progress group {group!r} on {target} is at source offset {committed}, beyond the end of "
                 f"{sm.primary}/{res.source_topic} ({end}): the primary's topic was recreated? Mirroring into the old "
-                f"target topic would mix two registries; delete the group (and the target topic) to start over")
+                f"target topic would mix two registries; delete the group (and the target topic) to start over"
+            )
         if committed is not None and committed < low:
             log.error("%s: source records %d..%d were removed before they were mirrored", where, committed, low - 1)
         res.start = max(committed if committed is not None else low, low)
@@ -190,7 +226,9 @@ def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, ch
         if res.start >= end:
             # nothing new: still commit the progress so the group's offsets never expire
             producer.begin_transaction()
-            producer.send_offsets_to_transaction([TopicPartition(res.target_topic, PARTITION, res.start)], group_meta, TIMEOUT)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(res.target_topic, PARTITION, res.start)], group_meta, TIMEOUT
+            )
             producer.commit_transaction(TIMEOUT)
         else:
             _copy(producer, source, group_meta, res, sm.subject_template, chunk_records, where)
@@ -202,7 +240,9 @@ def mirror(cfg: DrConfig, target: str, resolve: SecretResolver | None = None, ch
     return res
 
 
-def _copy(producer: Producer, source: Consumer, group_meta, res: MirrorResult, template: str, chunk_records: int, where: str) -> None:
+def _copy(
+    producer: Producer, source: Consumer, group_meta, res: MirrorResult, template: str, chunk_records: int, where: str
+) -> None:
     source.assign([TopicPartition(res.source_topic, PARTITION, res.start)])
     errors: list[str] = []
 
@@ -221,7 +261,9 @@ def _copy(producer: Producer, source: Consumer, group_meta, res: MirrorResult, t
                 if msgs:
                     last_progress = time.monotonic()
                 elif time.monotonic() - last_progress > 120:
-                    raise TimeoutError(f"{where}: no records from the primary for 120s at offset {next_offset} (end {res.end})")
+                    raise TimeoutError(
+                        f"{where}: no records from the primary for 120s at offset {next_offset} (end {res.end})"
+                    )
                 for msg in msgs:
                     err = msg.error()
                     if err is not None:
@@ -242,8 +284,13 @@ def _copy(producer: Producer, source: Consumer, group_meta, res: MirrorResult, t
                     out_key, out_value = rename_record(key, value, template)
                     if out_key != key or out_value != value:
                         res.renamed += 1
-                    kwargs = {"key": out_key, "value": out_value, "partition": PARTITION,
-                              "timestamp": msg.timestamp()[1], "on_delivery": on_delivery}
+                    kwargs = {
+                        "key": out_key,
+                        "value": out_value,
+                        "partition": PARTITION,
+                        "timestamp": msg.timestamp()[1],
+                        "on_delivery": on_delivery,
+                    }
                     if msg.headers():
                         kwargs["headers"] = msg.headers()
                     while True:
@@ -261,8 +308,11 @@ def _copy(producer: Producer, source: Consumer, group_meta, res: MirrorResult, t
             if errors or left:
                 raise RuntimeError(
                     f"{where}: the target refused records before source offset {next_offset}: "
-                    f"{errors or [f'{left} unacknowledged after 120s']}; the transaction was rolled back")
-            producer.send_offsets_to_transaction([TopicPartition(res.target_topic, PARTITION, next_offset)], group_meta, TIMEOUT)
+                    f"{errors or [f'{left} unacknowledged after 120s']}; the transaction was rolled back"
+                )
+            producer.send_offsets_to_transaction(
+                [TopicPartition(res.target_topic, PARTITION, next_offset)], group_meta, TIMEOUT
+            )
             producer.commit_transaction(60)
         except Exception:
             try:
@@ -287,15 +337,30 @@ def verify(cfg: DrConfig, target: str, resolve: SecretResolver | None = None) ->
     src_topic, dst_topic = src.schema_registry.topic, dst.schema_registry.topic
     group = cfg.names.schema_mirror_group(sm.primary, target)
     res = VerifyResult(sm.primary, target)
-    progress = Consumer(client_config(dst, resolve, **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
-    src_reader = Consumer(client_config(src, resolve, **{"group.id": f"{group}.verify", "enable.auto.commit": False,
-                                                         "isolation.level": "read_committed"}))
+    progress = Consumer(
+        client_config(
+            dst, resolve, **{"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}
+        )
+    )
+    src_reader = Consumer(
+        client_config(
+            src,
+            resolve,
+            **{"group.id": f"{group}.verify", "enable.auto.commit": False, "isolation.level": "read_committed"},
+        )
+    )
     try:
         dst_admin = AdminClient(client_config(dst, resolve))
         if partition_count(AdminClient(client_config(src, resolve)), src_topic, timeout=TIMEOUT) is None:
-            held = 0 if partition_count(dst_admin, dst_topic, timeout=TIMEOUT) is None else len(read_partitions(progress, dst_topic, [PARTITION], timeout=120))
+            held = (
+                0
+                if partition_count(dst_admin, dst_topic, timeout=TIMEOUT) is None
+                else len(read_partitions(progress, dst_topic, [PARTITION], timeout=120))
+            )
             if held:
-                res.differences = [f"{sm.primary} has no topic {src_topic!r} but {target}/{dst_topic} holds {held} record(s)"]
+                res.differences = [
+                    f"{sm.primary} has no topic {src_topic!r} but {target}/{dst_topic} holds {held} record(s)"
+                ]
             else:
                 res.not_set_up = f"not set up: neither {sm.primary}/{src_topic} nor {target}/{dst_topic} holds a record"
             return res
@@ -308,7 +373,9 @@ def verify(cfg: DrConfig, target: str, resolve: SecretResolver | None = None) ->
             target_records = read_partitions(progress, dst_topic, [PARTITION], timeout=120)
         primary_records = read_partitions(src_reader, src_topic, [PARTITION], timeout=120)
     except KafkaException as e:
-        raise RuntimeError(f"verifying {sm.primary}/{src_topic} against {target}/{dst_topic}: {e.args[0].str()}") from None
+        raise RuntimeError(
+            f"verifying {sm.primary}/{src_topic} against {target}/{dst_topic}: {e.args[0].str()}"
+        ) from None
     finally:
         progress.close()
         src_reader.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from confluent_kafka.admin import AdminClient
 
@@ -26,8 +26,9 @@ def topic_names(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = No
     return sorted(topic_partitions(AdminClient(client_config(cfg.cluster(cluster), resolve)), timeout))
 
 
-def read_selections(cfg: DrConfig, resolve: SecretResolver | None = None, timeout: float = 5.0,
-                    clusters: Iterable[str] | None = None) -> tuple[list[EmptySelection], dict[str, str]]:
+def read_selections(
+    cfg: DrConfig, resolve: SecretResolver | None = None, timeout: float = 5.0, clusters: Iterable[str] | None = None
+) -> tuple[list[EmptySelection], dict[str, str]]:
     """(enabled flows that select no data topic on their source, {cluster: why its topics could
     not be read}). ``clusters``: the sources to read (default: every enabled flow's)."""
     names = sorted(set(clusters) if clusters is not None else {f.source for f in cfg.flows if f.enabled})
@@ -48,8 +49,14 @@ class SelectionWatch:
     is read at most every ``flow.topic_refresh_seconds``). A source that does not answer is
     left to the query, which fails naming it."""
 
-    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None,
-                 clock: Callable[[], float] = time.monotonic, repeat_seconds: float = 3600.0) -> None:
+    def __init__(
+        self,
+        cfg: DrConfig,
+        flow: FlowConfig,
+        resolve: SecretResolver | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        repeat_seconds: float = 3600.0,
+    ) -> None:
         self.cfg, self.flow, self.resolve, self.clock, self.repeat_seconds = cfg, flow, resolve, clock, repeat_seconds
         self._checked_at: float | None = None
         self._warned_at: float | None = None  #: when the current empty stretch was last warned of

@@ -9,7 +9,7 @@ failover with the source gone knows how many records were missing at the last co
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import TopicPartition
 
@@ -31,12 +31,23 @@ def selected_source_partitions(cfg: DrConfig, flow: FlowConfig, s_admin) -> list
     """The data partitions the flow copies as the source holds them now (no heartbeats)."""
     router = router_for(cfg, flow)
     md = s_admin.list_topics(timeout=30).topics
-    return sorted((t, p) for t, m in md.items() if m.error is None and t != cfg.names.heartbeat_topic
-                  and router.target_topic(t) is not None for p in m.partitions)
+    return sorted(
+        (t, p)
+        for t, m in md.items()
+        if m.error is None and t != cfg.names.heartbeat_topic and router.target_topic(t) is not None
+        for p in m.partitions
+    )
 
 
-def count_tails(cfg: DrConfig, flow: FlowConfig, s_admin, s_consumer, resolve: SecretResolver | None = None,
-                cap: int | None = None, keys: list[tuple[str, int]] | None = None) -> dict[tuple[str, int], SourceTail]:
+def count_tails(
+    cfg: DrConfig,
+    flow: FlowConfig,
+    s_admin,
+    s_consumer,
+    resolve: SecretResolver | None = None,
+    cap: int | None = None,
+    keys: list[tuple[str, int]] | None = None,
+) -> dict[tuple[str, int], SourceTail]:
     """Per source partition: the flow's progress, the source's end (last stable offset) and the
     records the flow copies in between (``cap``: read at most that many offsets)."""
     router = router_for(cfg, flow)
@@ -55,8 +66,9 @@ def count_tails(cfg: DrConfig, flow: FlowConfig, s_admin, s_consumer, resolve: S
     return {k: SourceTail(spans[k][0], max(spans[k]), counts[k][0], now) for k in keys}
 
 
-def record_source_tails(cfg: DrConfig, flow: FlowConfig, tr, produce: Callable[[bytes, bytes], None],
-                        resolve: SecretResolver | None = None) -> int:
+def record_source_tails(
+    cfg: DrConfig, flow: FlowConfig, tr, produce: Callable[[bytes, bytes], None], resolve: SecretResolver | None = None
+) -> int:
     """Count with the translator's source clients and hand each tail record to ``produce``."""
     tails = count_tails(cfg, flow, tr.s_admin, tr.s_consumer, resolve, cap=SYNC_CAP)
     for (t, p), tail in tails.items():
@@ -64,7 +76,9 @@ def record_source_tails(cfg: DrConfig, flow: FlowConfig, tr, produce: Callable[[
     return len(tails)
 
 
-def count_now(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> dict[tuple[str, int], SourceTail]:
+def count_now(
+    cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None
+) -> dict[tuple[str, int], SourceTail]:
     """Every tail of ``flow``, counted in full on its source (which must answer)."""
     src = cfg.cluster(flow.source)
     admin = clients.admin(src, resolve)
@@ -73,4 +87,3 @@ def count_now(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = 
         return count_tails(cfg, flow, admin, c, resolve)
     finally:
         c.close()
-

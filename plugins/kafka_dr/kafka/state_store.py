@@ -32,7 +32,9 @@ def reachable(cfg: DrConfig, name: str, resolve: SecretResolver | None = None, t
 
 def read_one(cfg: DrConfig, name: str, resolve: SecretResolver | None = None) -> DrState | None:
     topic = cfg.names.state_topic
-    c = clients.consumer(cfg.cluster(name), cfg.names.reader_group("state-reader"), resolve, **{"enable.partition.eof": True})
+    c = clients.consumer(
+        cfg.cluster(name), cfg.names.reader_group("state-reader"), resolve, **{"enable.partition.eof": True}
+    )
     try:
         md = c.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
@@ -68,7 +70,9 @@ def read_state(cfg: DrConfig, resolve: SecretResolver | None = None, skip: tuple
     return newest(states)
 
 
-def write_state(cfg: DrConfig, state: DrState, resolve: SecretResolver | None = None, skip: tuple[str, ...] = ()) -> dict[str, str]:
+def write_state(
+    cfg: DrConfig, state: DrState, resolve: SecretResolver | None = None, skip: tuple[str, ...] = ()
+) -> dict[str, str]:
     """Write ``state`` to every reachable cluster; returns {cluster: "written" | reason}."""
     out = {}
     for name, cluster in cfg.clusters.items():

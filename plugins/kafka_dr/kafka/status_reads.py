@@ -37,12 +37,17 @@ def probe(cfg: DrConfig, name: str, resolve: SecretResolver | None = None, timeo
         return ClusterHealth(name, c.bootstrap_servers, False, None, c.cluster_id, f"{type(e).__name__}: {e}")
 
 
-def read_json_tail(cfg: DrConfig, cluster: str, topic: str, tail: int, resolve: SecretResolver | None = None,
-                   timeout: float = 5.0) -> list[dict]:
+def read_json_tail(
+    cfg: DrConfig, cluster: str, topic: str, tail: int, resolve: SecretResolver | None = None, timeout: float = 5.0
+) -> list[dict]:
     """The newest ``tail`` JSON records of every partition of ``topic`` on ``cluster`` (oldest
     first by record timestamp); records that are not JSON objects are skipped."""
-    c = clients.consumer(cfg.cluster(cluster), cfg.names.reader_group("status-reader"), resolve,
-                         **{"enable.partition.eof": True, "isolation.level": "read_uncommitted"})
+    c = clients.consumer(
+        cfg.cluster(cluster),
+        cfg.names.reader_group("status-reader"),
+        resolve,
+        **{"enable.partition.eof": True, "isolation.level": "read_uncommitted"},
+    )
     out: list[tuple[int, dict]] = []
     deadline = time.monotonic() + timeout
     try:
@@ -76,8 +81,13 @@ def read_json_tail(cfg: DrConfig, cluster: str, topic: str, tail: int, resolve: 
     return [v for _, v in sorted(out, key=lambda x: x[0])]
 
 
-def read_status_inputs(cfg: DrConfig, resolve: SecretResolver | None = None, probe_timeout: float = 3.0,
-                       read_timeout: float = 5.0, metrics_tail: int = 600) -> dict:
+def read_status_inputs(
+    cfg: DrConfig,
+    resolve: SecretResolver | None = None,
+    probe_timeout: float = 3.0,
+    read_timeout: float = 5.0,
+    metrics_tail: int = 600,
+) -> dict:
     """Everything :func:`~kafka_dr.core.status.build_status` needs from the clusters:
     ``health, state, heartbeats, metrics, dq, topics`` (the flows' reachable sources' topic
     names), plus ``read_errors`` ({what: message})."""
@@ -100,21 +110,47 @@ def read_status_inputs(cfg: DrConfig, resolve: SecretResolver | None = None, pro
                 return None
 
         states = {n: pool.submit(guarded, f"state on {n}", read_one, cfg, n, resolve) for n in up}
-        beats = {f.name: pool.submit(guarded, f"heartbeats of {f.name} on {f.target}", measure, cfg, f, resolve)
-                 for f in cfg.flows if f.target in up}
+        beats = {
+            f.name: pool.submit(guarded, f"heartbeats of {f.name} on {f.target}", measure, cfg, f, resolve)
+            for f in cfg.flows
+            if f.target in up
+        }
         mtopic = cfg.names.metrics_topic
         targets = sorted({f.target for f in cfg.flows if f.target in up})
-        metric_reads = [pool.submit(guarded, f"metrics on {t}", read_json_tail, cfg, t, mtopic, metrics_tail, resolve, read_timeout)
-                        for t in targets]
+        metric_reads = [
+            pool.submit(guarded, f"metrics on {t}", read_json_tail, cfg, t, mtopic, metrics_tail, resolve, read_timeout)
+            for t in targets
+        ]
         sources = sorted({f.source for f in cfg.flows if f.source in up})
-        topic_reads = {n: pool.submit(guarded, f"topics on {n}", topic_names, cfg, n, resolve, read_timeout) for n in sources}
-        dq_reads = [pool.submit(guarded, f"data-quality results on {n}", read_json_tail, cfg, n, cfg.names.dq_results_topic, 5, resolve,
-                                read_timeout) for n in up]
+        topic_reads = {
+            n: pool.submit(guarded, f"topics on {n}", topic_names, cfg, n, resolve, read_timeout) for n in sources
+        }
+        dq_reads = [
+            pool.submit(
+                guarded,
+                f"data-quality results on {n}",
+                read_json_tail,
+                cfg,
+                n,
+                cfg.names.dq_results_topic,
+                5,
+                resolve,
+                read_timeout,
+            )
+            for n in up
+        ]
         state: DrState = newest([s.result() for s in states.values()])
         heartbeats: dict[str, FlowLatency | None] = {name: fut.result() for name, fut in beats.items()}
         metrics = sorted((r for fut in metric_reads for r in (fut.result() or [])), key=lambda r: r.get("at_ms") or 0)
         dq_rows = [r for fut in dq_reads for r in (fut.result() or []) if isinstance(r.get("ts_ms"), int)]
         topics = {n: names for n, fut in topic_reads.items() if (names := fut.result()) is not None}
     dq = max(dq_rows, key=lambda r: r["ts_ms"]) if dq_rows else None
-    return {"health": health, "state": state, "heartbeats": heartbeats, "metrics": metrics, "dq": dq, "topics": topics,
-            "read_errors": errors}
+    return {
+        "health": health,
+        "state": state,
+        "heartbeats": heartbeats,
+        "metrics": metrics,
+        "dq": dq,
+        "topics": topics,
+        "read_errors": errors,
+    }

@@ -20,7 +20,7 @@ its batches too large, and the copier then builds a producer sized again.
 from __future__ import annotations
 
 import logging
-from typing import Iterable
+from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource
@@ -85,7 +85,9 @@ class TargetLimits:
             return
         if self._admin is None:
             self._admin = AdminClient(client_config(self.cluster, self.resolve))
-        futures = self._admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics], request_timeout=READ_TIMEOUT)
+        futures = self._admin.describe_configs(
+            [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics], request_timeout=READ_TIMEOUT
+        )
         for res, fut in futures.items():
             try:
                 entry = fut.result(timeout=READ_TIMEOUT + 5).get("max.message.bytes")
@@ -94,4 +96,9 @@ class TargetLimits:
                 if self._known.get(res.name) is None:
                     self._known[res.name] = None
                 why = e.args[0].str() if isinstance(e, KafkaException) and e.args else repr(e)
-                log.warning("reading max.message.bytes of %s/%s: %s; its producer's batches keep their size", self.cluster.name, res.name, why)
+                log.warning(
+                    "reading max.message.bytes of %s/%s: %s; its producer's batches keep their size",
+                    self.cluster.name,
+                    res.name,
+                    why,
+                )

@@ -86,7 +86,9 @@ class _Part:
     position: int  #: the next source offset to copy (committed)
     first: int = -1  #: the first offset of the open transaction's records (-1: none yet)
     next: int = -1  #: the offset after the open transaction's last record read
-    counts: list = field(default_factory=lambda: [0, 0, 0, 0])  #: read, written, filtered, bytes in the open transaction
+    counts: list = field(
+        default_factory=lambda: [0, 0, 0, 0]
+    )  #: read, written, filtered, bytes in the open transaction
     latencies: list = field(default_factory=list)
 
 
@@ -104,10 +106,23 @@ class TaskCopier:
     (see the module docstring). One instance per Python worker and flow; not thread-safe: one
     thread copies at a time."""
 
-    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, chunk_records: int = JOB_CHUNK_RECORDS,
-                 chunk_seconds: float = 0.1, allow_reset: bool = False, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        cfg: DrConfig,
+        flow: FlowConfig,
+        resolve: SecretResolver | None = None,
+        chunk_records: int = JOB_CHUNK_RECORDS,
+        chunk_seconds: float = 0.1,
+        allow_reset: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.cfg, self.flow, self.resolve = cfg, flow, resolve
-        self.chunk_records, self.chunk_seconds, self.allow_reset, self.clock = chunk_records, chunk_seconds, allow_reset, clock
+        self.chunk_records, self.chunk_seconds, self.allow_reset, self.clock = (
+            chunk_records,
+            chunk_seconds,
+            allow_reset,
+            clock,
+        )
         self.read_seconds = min(READ_SECONDS, read_wait(chunk_seconds))
         self.fetch_hold_ms = max(1, min(FETCH_HOLD_MS, round(chunk_seconds * 800)))
         self.transform = router_for(cfg, flow).transform()
@@ -117,8 +132,16 @@ class TaskCopier:
         self.limits = TargetLimits(cfg.cluster(flow.target), resolve)
         #: copies the chunks this copier leaves to per-partition transactions (module docstring)
         tuning = CopyTuning(chunk_records=chunk_records)
-        self.helper = RangeCopier(cfg, flow, resolve, tuning=tuning, allow_reset=allow_reset, clock=clock,
-                                  fence_task_streams=False, limits=self.limits)
+        self.helper = RangeCopier(
+            cfg,
+            flow,
+            resolve,
+            tuning=tuning,
+            allow_reset=allow_reset,
+            clock=clock,
+            fence_task_streams=False,
+            limits=self.limits,
+        )
         self._producer: Producer | None = None
         self._sizing: dict[str, int] | None = None  #: the batch sizing the producer was built with
         self._reports = Reports()
@@ -131,16 +154,25 @@ class TaskCopier:
     def _producer_for(self, specs: list[RangeSpec]) -> Producer:
         """The task's producer, its batches within every target topic's limit; built again when a
         limit changed or a topic with a lower one joined."""
-        topics = [*(s.target_topic for s in specs), *([self.flow.dead_letter_topic] if self.flow.dead_letter_topic else [])]
+        topics = [
+            *(s.target_topic for s in specs),
+            *([self.flow.dead_letter_topic] if self.flow.dead_letter_topic else []),
+        ]
         sizing = self.limits.sizing(topics)
         if self._producer is not None and sizing != self._sizing:
             self._drop_producer()
         if self._producer is None:
             self._reports = Reports()
-            self._producer = transactional_producer(self.cfg, self.flow, self.resolve, self.txn_id, self._reports, overrides=sizing)
+            self._producer = transactional_producer(
+                self.cfg, self.flow, self.resolve, self.txn_id, self._reports, overrides=sizing
+            )
             self._sizing = sizing
-            fence(self.cfg, self.flow, self.resolve, [self.cfg.names.transactional_id(self.flow.name, s.topic, s.partition)
-                                                      for s in specs])
+            fence(
+                self.cfg,
+                self.flow,
+                self.resolve,
+                [self.cfg.names.transactional_id(self.flow.name, s.topic, s.partition) for s in specs],
+            )
             self.helper.close()  # its producers were just fenced
         return self._producer
 
@@ -152,14 +184,25 @@ class TaskCopier:
         if self._source is None:
             # the per-partition copier's source settings; no partition EOF events (an open range
             # never ends), and the broker holds a fetch (FETCH_HOLD_MS, within a chunk's time)
-            self._source = Consumer({**self.helper.source_consumer_config(), "enable.partition.eof": False,
-                                     "fetch.wait.max.ms": self.fetch_hold_ms, "fetch.min.bytes": 256 * 1024})
+            self._source = Consumer(
+                {
+                    **self.helper.source_consumer_config(),
+                    "enable.partition.eof": False,
+                    "fetch.wait.max.ms": self.fetch_hold_ms,
+                    "fetch.min.bytes": 256 * 1024,
+                }
+            )
         return self._source
 
     def _progress_consumer(self) -> Consumer:
         if self._meta is None:
-            self._meta = Consumer(client_config(self.cfg.cluster(self.flow.target), self.resolve,
-                                                **{"group.id": self.group, "enable.auto.commit": False, "isolation.level": "read_committed"}))
+            self._meta = Consumer(
+                client_config(
+                    self.cfg.cluster(self.flow.target),
+                    self.resolve,
+                    **{"group.id": self.group, "enable.auto.commit": False, "isolation.level": "read_committed"},
+                )
+            )
         return self._meta
 
     def close(self) -> None:
@@ -178,8 +221,13 @@ class TaskCopier:
 
     # --- the copy ----------------------------------------------------------------------
 
-    def copy(self, specs: list[RangeSpec], until: Callable[[], bool], on_commit: OnCommit | None = None,
-             may_redo: Callable[[], bool] | None = None) -> list[RangeResult]:
+    def copy(
+        self,
+        specs: list[RangeSpec],
+        until: Callable[[], bool],
+        on_commit: OnCommit | None = None,
+        may_redo: Callable[[], bool] | None = None,
+    ) -> list[RangeResult]:
         """Copy the open ranges ``specs`` until the first transaction that ends once ``until()``
         is true. ``on_commit(result, next_offset, latencies)`` is called per partition once its
         start is known and after every transaction that held its records. ``may_redo()`` false:
@@ -193,13 +241,22 @@ class TaskCopier:
                 self._drop_producer()
                 self._kept = {}
                 if fresh_producers > 0 and producer_lost(e) and (may_redo is None or may_redo()):
-                    log.warning("flow %s: the task's producer was fenced or failed (%s); going on with a fresh one", self.flow.name, e)
+                    log.warning(
+                        "flow %s: the task's producer was fenced or failed (%s); going on with a fresh one",
+                        self.flow.name,
+                        e,
+                    )
                     fresh_producers -= 1
                     continue
                 raise
 
-    def _copy(self, specs: list[RangeSpec], results: dict[Key, RangeResult], until: Callable[[], bool],
-              on_commit: OnCommit | None) -> list[RangeResult]:
+    def _copy(
+        self,
+        specs: list[RangeSpec],
+        results: dict[Key, RangeResult],
+        until: Callable[[], bool],
+        on_commit: OnCommit | None,
+    ) -> list[RangeResult]:
         keys = [(s.topic, s.partition) for s in specs]
         producer = self._producer_for(specs)  # fences zombies first
         source = self._source_consumer()
@@ -236,7 +293,9 @@ class TaskCopier:
             p.result.lag = self.lag(p.spec, p.position)
         return [p.result for p in parts.values()]
 
-    def _start(self, specs: list[RangeSpec], results: dict[Key, RangeResult], on_commit: OnCommit | None) -> dict[Key, _Part]:
+    def _start(
+        self, specs: list[RangeSpec], results: dict[Key, RangeResult], on_commit: OnCommit | None
+    ) -> dict[Key, _Part]:
         """Where each partition starts: committed progress (read after the fencing), as the
         per-partition copier decides it (:func:`~kafka_dr.core.progress.resume_offset`)."""
         committed = self._committed(specs)
@@ -247,12 +306,18 @@ class TaskCopier:
             try:
                 start = resume_offset(c, self.helper.planned_start(s, c, low), low, self.allow_reset)
             except ProgressLost as e:
-                raise ProgressLost(f"flow {self.flow.name}: {self.flow.source}/{s.topic}[{s.partition}] -> "
-                                   f"{self.flow.target}/{s.target_topic}[{s.partition}]: {e} (was the target topic deleted?)") from None
+                raise ProgressLost(
+                    f"flow {self.flow.name}: {self.flow.source}/{s.topic}[{s.partition}] -> "
+                    f"{self.flow.target}/{s.target_topic}[{s.partition}]: {e} (was the target topic deleted?)"
+                ) from None
             r = results.get(key)
             if r is None:
-                r = results[key] = RangeResult(self.flow.name, s.topic, s.partition, s.target_topic, s.start, start, s.end)
-            self.helper.first_run_gaps.check(s, c, low, start, r)  # the helper's memory: a hand-off does not report it again
+                r = results[key] = RangeResult(
+                    self.flow.name, s.topic, s.partition, s.target_topic, s.start, start, s.end
+                )
+            self.helper.first_run_gaps.check(
+                s, c, low, start, r
+            )  # the helper's memory: a hand-off does not report it again
             parts[key] = _Part(s, r, start)
             if on_commit is not None:
                 on_commit(r, start, [])
@@ -261,11 +326,19 @@ class TaskCopier:
     def _committed(self, specs: list[RangeSpec]) -> dict[Key, int | None]:
         """Committed progress of every partition, in one read; an orphaned pending commit of the
         task id is cleared with the task's producer (:func:`read_progress`)."""
-        progress = read_progress(self.cfg, self.flow, self._progress_consumer(), lambda: self._producer,
-                                 [(s.topic, s.target_topic, s.partition) for s in specs], self.resolve)
+        progress = read_progress(
+            self.cfg,
+            self.flow,
+            self._progress_consumer(),
+            lambda: self._producer,
+            [(s.topic, s.target_topic, s.partition) for s in specs],
+            self.resolve,
+        )
         return {(topic, partition): v for (topic, _, partition), v in progress.items()}
 
-    def _fill(self, producer: Producer, source: Consumer, parts: dict[Key, _Part], until: Callable[[], bool]) -> list[_Part]:
+    def _fill(
+        self, producer: Producer, source: Consumer, parts: dict[Key, _Part], until: Callable[[], bool]
+    ) -> list[_Part]:
         """Read and produce one transaction's records, over every partition: until what was
         fetched is read (a read returned fewer than asked for: the group commit of the
         per-partition copier), ``chunk_records`` are read or ``chunk_seconds`` are up."""
@@ -308,15 +381,21 @@ class TaskCopier:
                     self._produce_when_room(producer, p.spec.target_topic, partition, key_b, value, out, ts)
                 except KafkaException as e:
                     if producer_lost(e):
-                        raise ProducerLost(f"flow {self.flow.name}: the task's producer was fenced or failed: {e.args[0].str()}") from None
+                        raise ProducerLost(
+                            f"flow {self.flow.name}: the task's producer was fenced or failed: {e.args[0].str()}"
+                        ) from None
                     raise _HandOff(e.args[0].str(), size=size_refusal(e.args[0])) from None
                 c[1] += 1
                 if value:
                     c[3] += len(value)
                 if key_b:
                     c[3] += len(key_b)
-            if (read >= self.chunk_records or time.monotonic() >= deadline or (len(msgs) < READ_MAX and read > 0)
-                    or until()):
+            if (
+                read >= self.chunk_records
+                or time.monotonic() >= deadline
+                or (len(msgs) < READ_MAX and read > 0)
+                or until()
+            ):
                 return touched
 
     @staticmethod
@@ -341,25 +420,40 @@ class TaskCopier:
             err = failures[0]
             if err.code() in PRODUCER_LOST:
                 abort_quietly(producer)
-                raise ProducerLost(f"flow {self.flow.name}: the task's producer was fenced or failed ({err.str()}); {span} rolled back")
-            if err.code() in TARGET_UNAVAILABLE and not any(target_missing(producer, p.spec.target_topic) for p in touched):
+                raise ProducerLost(
+                    f"flow {self.flow.name}: the task's producer was fenced or failed ({err.str()}); {span} rolled back"
+                )
+            if err.code() in TARGET_UNAVAILABLE and not any(
+                target_missing(producer, p.spec.target_topic) for p in touched
+            ):
                 abort_quietly(producer)
-                raise TimeoutError(f"flow {self.flow.name}: {self.flow.target} did not acknowledge {span} ({err.str()}); rolled back, "
-                                   f"nothing of them committed; is the target reachable?")
+                raise TimeoutError(
+                    f"flow {self.flow.name}: {self.flow.target} did not acknowledge {span} ({err.str()}); rolled back, "
+                    f"nothing of them committed; is the target reachable?"
+                )
             raise _HandOff(err.str(), size=size_refusal(err))
         if left:
             abort_quietly(producer)
-            raise TimeoutError(f"flow {self.flow.name}: {left} record(s) of {span} not acknowledged by {self.flow.target} within 120s; "
-                               f"rolled back, nothing of them committed")
+            raise TimeoutError(
+                f"flow {self.flow.name}: {left} record(s) of {span} not acknowledged by {self.flow.target} within 120s; "
+                f"rolled back, nothing of them committed"
+            )
         if self._reports.lost:
             abort_quietly(producer)
-            raise ProducerLost(f"flow {self.flow.name}: the task's producer lost its connection to {self.flow.target} "
-                               f"({self._reports.lost[0].str()}); {span} rolled back, redone by a fresh producer")
+            raise ProducerLost(
+                f"flow {self.flow.name}: the task's producer lost its connection to {self.flow.target} "
+                f"({self._reports.lost[0].str()}); {span} rolled back, redone by a fresh producer"
+            )
         now_ms = int(self.clock() * 1000)
         with watched_call(self, 30):
             producer.send_offsets_to_transaction(
-                [TopicPartition(p.spec.target_topic, p.spec.partition, p.next, encode_metadata(p.spec.topic, now_ms)) for p in touched],
-                group_meta, 30)
+                [
+                    TopicPartition(p.spec.target_topic, p.spec.partition, p.next, encode_metadata(p.spec.topic, now_ms))
+                    for p in touched
+                ],
+                group_meta,
+                30,
+            )
         with watched_call(self, 60):
             producer.commit_transaction(60)
 
@@ -375,12 +469,16 @@ class TaskCopier:
         else:
             p.latencies.clear()
 
-    def _hand_off(self, producer: Producer, source: Consumer, parts: dict[Key, _Part], h: _HandOff, on_commit: OnCommit | None) -> None:
+    def _hand_off(
+        self, producer: Producer, source: Consumer, parts: dict[Key, _Part], h: _HandOff, on_commit: OnCommit | None
+    ) -> None:
         """Abort the open transaction and copy each of its partitions' records with the
         per-partition copier, over the same offsets; then go on after them."""
         if not abort_quietly(producer):
             resume_abort(producer)  # this producer goes on after the hand-off
-        log.warning("flow %s: %s; the records of the rolled-back transaction are copied per partition", self.flow.name, h)
+        log.warning(
+            "flow %s: %s; the records of the rolled-back transaction are copied per partition", self.flow.name, h
+        )
         for key, p in parts.items():
             if p.first < 0 and key != h.reset:
                 continue

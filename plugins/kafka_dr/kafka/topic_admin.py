@@ -8,7 +8,7 @@ cluster and topic in its errors.
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec
@@ -19,8 +19,15 @@ RESULT_TIMEOUT = 60.0
 #: what a partition answers while its leadership settles: just created (the controller has it,
 #: the leader broker has not applied it yet) or moving to another broker. All seen on the lab
 #: right after create_topics, the epoch ones too ("Leader epoch is newer than broker epoch")
-SETTLING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
-            KafkaError.UNKNOWN_LEADER_EPOCH, KafkaError.FENCED_LEADER_EPOCH, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC}
+SETTLING = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC,
+}
 
 
 def topic_partitions(client: AdminClient, timeout: float = 15.0) -> dict[str, int]:
@@ -29,7 +36,9 @@ def topic_partitions(client: AdminClient, timeout: float = 15.0) -> dict[str, in
     return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
 
-def describe_topic_configs(client: AdminClient, topics: Iterable[str], explicit_only: bool = True, missing_ok: bool = False) -> dict[str, dict[str, str]]:
+def describe_topic_configs(
+    client: AdminClient, topics: Iterable[str], explicit_only: bool = True, missing_ok: bool = False
+) -> dict[str, dict[str, str]]:
     """Topic configs by topic name.
 
     :param explicit_only: only configs set on the topic itself (``DYNAMIC_TOPIC_CONFIG``),
@@ -41,7 +50,9 @@ def describe_topic_configs(client: AdminClient, topics: Iterable[str], explicit_
     if not topics:
         return {}
     out: dict[str, dict[str, str]] = {}
-    futs = client.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics], request_timeout=REQUEST_TIMEOUT)
+    futs = client.describe_configs(
+        [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics], request_timeout=REQUEST_TIMEOUT
+    )
     for res, fut in futs.items():
         try:
             entries = fut.result(timeout=RESULT_TIMEOUT)
@@ -101,14 +112,18 @@ def wait_until_served(client: AdminClient, partitions: dict[str, int], timeout: 
             try:
                 fut.result(timeout=RESULT_TIMEOUT)
             except KafkaException as e:
-                if e.args[0].code() not in SETTLING and e.args[0].code() != KafkaError._NOENT:  # _NOENT: "No leaders found"
+                if (
+                    e.args[0].code() not in SETTLING and e.args[0].code() != KafkaError._NOENT
+                ):  # _NOENT: "No leaders found"
                     raise
                 refused.append(tp)
                 last = e.args[0]
         pending = refused
         if pending and time.monotonic() >= deadline:
-            raise TimeoutError(f"{len(pending)} partition(s) not served {timeout:.0f}s after their topic was created, e.g. "
-                               f"{pending[0].topic}[{pending[0].partition}]: {last.str() if last else '?'}")
+            raise TimeoutError(
+                f"{len(pending)} partition(s) not served {timeout:.0f}s after their topic was created, e.g. "
+                f"{pending[0].topic}[{pending[0].partition}]: {last.str() if last else '?'}"
+            )
         if pending:
             time.sleep(0.1)
             for topic in sorted({tp.topic for tp in pending}):

@@ -27,7 +27,13 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_sync import FlowSyncPlan, TopicState, plan_flow
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config
-from kafka_dr.kafka.topic_admin import REQUEST_TIMEOUT, RESULT_TIMEOUT, create_topics, describe_topic_configs, topic_partitions
+from kafka_dr.kafka.topic_admin import (
+    REQUEST_TIMEOUT,
+    RESULT_TIMEOUT,
+    create_topics,
+    describe_topic_configs,
+    topic_partitions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +46,9 @@ class TopicSyncFailed(RuntimeError):
     def __init__(self, report: dict) -> None:
         self.report = report
         lines = "\n".join(f"  {e}" for e in report["errors"])
-        super().__init__(f"topic-config sync of flow {report['flow']} ({report['source']} -> {report['target']}): {len(report['errors'])} action(s) failed:\n{lines}")
+        super().__init__(
+            f"topic-config sync of flow {report['flow']} ({report['source']} -> {report['target']}): {len(report['errors'])} action(s) failed:\n{lines}"
+        )
 
 
 def _answer(cfg: DrConfig, flow: FlowConfig, role: str, call):
@@ -55,7 +63,9 @@ def _answer(cfg: DrConfig, flow: FlowConfig, role: str, call):
         ) from None
 
 
-def gather(cfg: DrConfig, flow: FlowConfig, source: AdminClient, target: AdminClient) -> tuple[dict[str, TopicState], dict[str, TopicState]]:
+def gather(
+    cfg: DrConfig, flow: FlowConfig, source: AdminClient, target: AdminClient
+) -> tuple[dict[str, TopicState], dict[str, TopicState]]:
     """The flow's source topics and their existing target topics, as :class:`TopicState`."""
     router = router_for(cfg, flow)
     src_parts = _answer(cfg, flow, "source", lambda: topic_partitions(source, METADATA_TIMEOUT))
@@ -77,16 +87,26 @@ def apply(flow: FlowConfig, plan: FlowSyncPlan, target: AdminClient) -> tuple[li
     errors: list[str] = []
     notes: list[str] = []
 
-    creates = [NewTopic(t.target_topic, num_partitions=t.create_partitions, replication_factor=-1, config=dict(t.create_configs)) for t in plan.topics if t.create]
+    creates = [
+        NewTopic(
+            t.target_topic, num_partitions=t.create_partitions, replication_factor=-1, config=dict(t.create_configs)
+        )
+        for t in plan.topics
+        if t.create
+    ]
     for name, error in create_topics(target, creates).items():
         if error == "exists":
-            notes.append(f"{where}/{name}: already existed when creating it (created concurrently); synced on the next run")
+            notes.append(
+                f"{where}/{name}: already existed when creating it (created concurrently); synced on the next run"
+            )
         elif error is not None:
             errors.append(f"{where}/{name}: creating the topic: {error}")
 
     raises = {t.target_topic: t.raise_partitions for t in plan.topics if t.raise_partitions}
     if raises:
-        futs = target.create_partitions([NewPartitions(name, to) for name, (_, to) in raises.items()], request_timeout=REQUEST_TIMEOUT)
+        futs = target.create_partitions(
+            [NewPartitions(name, to) for name, (_, to) in raises.items()], request_timeout=REQUEST_TIMEOUT
+        )
         for name, fut in futs.items():
             try:
                 fut.result(timeout=RESULT_TIMEOUT)
@@ -96,8 +116,13 @@ def apply(flow: FlowConfig, plan: FlowSyncPlan, target: AdminClient) -> tuple[li
 
     resources = []
     for t in plan.topics:
-        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, (_, v) in sorted(t.set_configs.items())]
-        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in sorted(t.delete_configs)]
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, (_, v) in sorted(t.set_configs.items())
+        ]
+        entries += [
+            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in sorted(t.delete_configs)
+        ]
         if entries:
             resources.append(ConfigResource(ConfigResource.Type.TOPIC, t.target_topic, incremental_configs=entries))
     if resources:

@@ -8,13 +8,17 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 TIMEOUT = 30.0
 
 
-def ensure_topic(client: AdminClient, name: str, partitions: int, config: dict[str, str] | None = None, timeout: float = 30.0) -> bool:
+def ensure_topic(
+    client: AdminClient, name: str, partitions: int, config: dict[str, str] | None = None, timeout: float = 30.0
+) -> bool:
     """Create ``name`` unless it exists. Returns True if this call created it.
 
     Idempotent: an existing topic is left as it is (its partition count and configs are the
     topic-config sync's business, not this verb's).
     """
-    futures = client.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=-1, config=config or {})], request_timeout=timeout)
+    futures = client.create_topics(
+        [NewTopic(name, num_partitions=partitions, replication_factor=-1, config=config or {})], request_timeout=timeout
+    )
     try:
         futures[name].result(timeout=timeout)
         return True

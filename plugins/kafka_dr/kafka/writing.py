@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from confluent_kafka import Producer
 
@@ -39,5 +39,7 @@ def produce_all(producer: Producer, topic: str, rows: Iterable[Row], timeout: fl
             producer.poll(0)
     left = producer.flush(timeout)
     if left or errors:
-        raise RuntimeError(f"producing to {topic}: {left} record(s) unacknowledged after {timeout:.0f}s; errors: {errors}")
+        raise RuntimeError(
+            f"producing to {topic}: {left} record(s) unacknowledged after {timeout:.0f}s; errors: {errors}"
+        )
     return n

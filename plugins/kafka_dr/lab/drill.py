@@ -81,8 +81,16 @@ class SteadyProducer(threading.Thread):
 
         p = clients.producer(self.cluster, **{"delivery.timeout.ms": 300_000})
         while not self.stop_event.is_set():
-            rows = [(b"k%d" % (self.count + i), b"v%d-" % (self.count + i) + os.urandom(40), [("seq", b"%d" % (self.count + i))],
-                     None, (self.count + i) % self.partitions) for i in range(self.batch)]
+            rows = [
+                (
+                    b"k%d" % (self.count + i),
+                    b"v%d-" % (self.count + i) + os.urandom(40),
+                    [("seq", b"%d" % (self.count + i))],
+                    None,
+                    (self.count + i) % self.partitions,
+                )
+                for i in range(self.batch)
+            ]
             try:
                 produce_all(p, self.topic, rows, timeout=300)
                 self.count += len(rows)
@@ -99,16 +107,42 @@ class Job:
     """The replication job as a spark-submit process (its own process group: kill -9 takes
     the JVM and its Python workers together, as a crash of the job's host would)."""
 
-    def __init__(self, config: Path, log: Path, flow: str = FLOW, mode: str = "continuous", max_restarts: int = 10) -> None:
+    def __init__(
+        self, config: Path, log: Path, flow: str = FLOW, mode: str = "continuous", max_restarts: int = 10
+    ) -> None:
         self.stop_file = log.with_suffix(f".stop-{uuid.uuid4().hex[:6]}")
-        env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable,
-               "PYTHONUNBUFFERED": "1"}  # the job log must show what happened up to a hang or a kill
+        env = {
+            **os.environ,
+            "PATH": f"{BIN}:{os.environ['PATH']}",
+            "PYSPARK_PYTHON": sys.executable,
+            "PYTHONUNBUFFERED": "1",
+        }  # the job log must show what happened up to a hang or a kill
         self.log = log
         self.proc = subprocess.Popen(
-            [str(BIN / "spark-submit"), "--master", "local[2,4]", "--conf", "spark.ui.enabled=false",
-             str(REPO / "spark_jobs" / "replicate.py"), "--config", str(config), "--flow", flow, "--mode", mode,
-             "--trigger-seconds", "0.5", "--max-restarts", str(max_restarts), "--stop-file", str(self.stop_file)],
-            stdout=open(log, "ab"), stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            [
+                str(BIN / "spark-submit"),
+                "--master",
+                "local[2,4]",
+                "--conf",
+                "spark.ui.enabled=false",
+                str(REPO / "spark_jobs" / "replicate.py"),
+                "--config",
+                str(config),
+                "--flow",
+                flow,
+                "--mode",
+                mode,
+                "--trigger-seconds",
+                "0.5",
+                "--max-restarts",
+                str(max_restarts),
+                "--stop-file",
+                str(self.stop_file),
+            ],
+            stdout=open(log, "ab"),
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
 
     def alive(self) -> bool:
@@ -171,7 +205,9 @@ def _read(cluster, topic: str):
 
 def tally(cfg, topic: str, source: str = "east", target: str = "west") -> tuple[int, int, int]:
     """(produced, lost, duplicated) for ``topic`` replicated ``source`` -> ``target``."""
-    sent = {(r.partition, r.offset) for r in _read(cfg.cluster(source), topic) if not any(k == ORIGIN for k, _ in r.headers)}
+    sent = {
+        (r.partition, r.offset) for r in _read(cfg.cluster(source), topic) if not any(k == ORIGIN for k, _ in r.headers)
+    }
     copies: Counter = Counter()
     for r in _read(cfg.cluster(target), topic):
         h = dict(r.headers)
@@ -226,7 +262,9 @@ def _copied(cfg, topic: str) -> int:
         md = c.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
             return 0
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in md.partitions)
+        return sum(
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1] for p in md.partitions
+        )
     finally:
         c.close()
 
@@ -258,7 +296,9 @@ class Drill:
         self.last_topic, self.last_config = topic, config
         return topic, config, cfg
 
-    def _finish(self, result: TrialResult, cfg, topic: str, job: Job, producer: SteadyProducer, catch_up: float = 900) -> TrialResult:
+    def _finish(
+        self, result: TrialResult, cfg, topic: str, job: Job, producer: SteadyProducer, catch_up: float = 900
+    ) -> TrialResult:
         producer.stop()
         try:
             wait_for(f"the job catching up on {topic}", lambda: lag(cfg, topic) == 0, catch_up, every=2)
@@ -289,7 +329,9 @@ class Drill:
                 if not job.alive():
                     raise RuntimeError(f"drill kill-job: trial {trial}: the job died by itself; see {log}")
                 job.kill9()
-                self.say(f"  kill-job trial {trial + 1}/{trials}: killed with {_copied(cfg, topic)} records on the target")
+                self.say(
+                    f"  kill-job trial {trial + 1}/{trials}: killed with {_copied(cfg, topic)} records on the target"
+                )
             job = Job(config, log)
             return self._finish(result, cfg, topic, job, producer)
         finally:
@@ -340,7 +382,9 @@ class Drill:
                 proxy.cut()
                 time.sleep(outage)
                 proxy.restore()
-                before = wait_for("the target's end offsets after the network returned", lambda: (_copied(cfg, topic),), 120)[0]
+                before = wait_for(
+                    "the target's end offsets after the network returned", lambda: (_copied(cfg, topic),), 120
+                )[0]
                 wait_for("copying after the network returned", lambda: _copied(cfg, topic) > before, 240)
                 return self._finish(result, cfg, topic, job, producer)
             finally:
@@ -368,7 +412,8 @@ class Drill:
                     raise RuntimeError(f"drill soak: the job died at {samples[-1][0]:.0f}s; see {log}")
             rate = producer.count / max(1.0, time.monotonic() - t0)
             (self.workdir / f"{topic}.samples.csv").write_text(  # kept even if the catch-up or tally fails
-                "seconds,rss_mib,lag_records\n" + "".join(f"{t:.0f},{m:.1f},{lg}\n" for t, m, lg in samples))
+                "seconds,rss_mib,lag_records\n" + "".join(f"{t:.0f},{m:.1f},{lg}\n" for t, m, lg in samples)
+            )
             self._finish(result, cfg, topic, job, producer)
         finally:
             producer.stop()
@@ -378,22 +423,35 @@ class Drill:
         late = [s for s in samples if s[0] >= seconds - 60] or samples[-1:]
         mem_start = sum(s[1] for s in early) / len(early)
         mem_end = sum(s[1] for s in late) / len(late)
-        result.figures = {"rss_mib_first_minute": round(mem_start, 1), "rss_mib_last_minute": round(mem_end, 1),
-                          "lag_max": max(s[2] for s in samples), "records_per_s": round(rate), "samples": len(samples)}
-        result.notes += [f"memory {mem_start:.0f} MiB in the first minute, {mem_end:.0f} MiB in the last",
-                         f"lag max {max(s[2] for s in samples)} records, median {sorted(s[2] for s in samples)[len(samples) // 2]}",
-                         f"~{rate:.0f} records/s produced"]
+        result.figures = {
+            "rss_mib_first_minute": round(mem_start, 1),
+            "rss_mib_last_minute": round(mem_end, 1),
+            "lag_max": max(s[2] for s in samples),
+            "records_per_s": round(rate),
+            "samples": len(samples),
+        }
+        result.notes += [
+            f"memory {mem_start:.0f} MiB in the first minute, {mem_end:.0f} MiB in the last",
+            f"lag max {max(s[2] for s in samples)} records, median {sorted(s[2] for s in samples)[len(samples) // 2]}",
+            f"~{rate:.0f} records/s produced",
+        ]
         return result
 
 
 FAULTS = ("kill-job", "target-restart", "source-restart", "network-cut", "soak")
 
 
-def run_drill(lab_dir: Path | None, faults: list[str], kill_trials: int, soak_seconds: float, base_port: int, say=print,
-              soak_batch: int = 200) -> list[TrialResult]:
+def run_drill(
+    lab_dir: Path | None,
+    faults: list[str],
+    kill_trials: int,
+    soak_seconds: float,
+    base_port: int,
+    say=print,
+    soak_batch: int = 200,
+) -> list[TrialResult]:
     """``kafka-dr drill``: start a drill lab (target behind a proxy), run ``faults``, wipe it."""
     from kafka_dr.lab.lab import Lab
-
     from kafka_dr.lab.proxy import TcpProxy
 
     lab = Lab(lab_dir or Path(".lab-drill"))

@@ -29,11 +29,15 @@ def cache_root() -> Path:
 def java_major_version(java: str = "java") -> int:
     path = shutil.which(java)
     if path is None:
-        raise LabPrerequisiteMissing("java was not found on PATH: the lab needs Java 17 or newer (e.g. apt-get install openjdk-17-jre-headless)")
+        raise LabPrerequisiteMissing(
+            "java was not found on PATH: the lab needs Java 17 or newer (e.g. apt-get install openjdk-17-jre-headless)"
+        )
     out = subprocess.run([path, "-version"], capture_output=True, text=True, check=False)
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
     if not m:
-        raise LabPrerequisiteMissing(f"could not read the Java version from `{path} -version`: {out.stderr.strip()[:200]}")
+        raise LabPrerequisiteMissing(
+            f"could not read the Java version from `{path} -version`: {out.stderr.strip()[:200]}"
+        )
     major = int(m.group(1))
     return int(m.group(2)) if major == 1 and m.group(2) else major
 
@@ -49,18 +53,29 @@ def ensure_jars(version: str = DEFAULT_KAFKA_VERSION) -> Path:
         return dest
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise LabPrerequisiteMissing("mvn was not found on PATH: the lab fetches Kafka from Maven Central with Maven (apt-get install maven)")
+        raise LabPrerequisiteMissing(
+            "mvn was not found on PATH: the lab fetches Kafka from Maven Central with Maven (apt-get install maven)"
+        )
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
     cmd = [
-        mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
-        f"-Dkafka.version={version}", f"-DoutputDirectory={dest}", "-DincludeScope=runtime",
+        mvn,
+        "-q",
+        "-B",
+        "-f",
+        str(POM),
+        "dependency:copy-dependencies",
+        f"-Dkafka.version={version}",
+        f"-DoutputDirectory={dest}",
+        "-DincludeScope=runtime",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-        raise LabPrerequisiteMissing(f"Maven could not fetch Kafka {version} jars (exit {proc.returncode}):\n" + "\n".join(tail))
+        raise LabPrerequisiteMissing(
+            f"Maven could not fetch Kafka {version} jars (exit {proc.returncode}):\n" + "\n".join(tail)
+        )
     if not any(dest.glob("kafka_2.13-*.jar")):
         raise LabPrerequisiteMissing(f"Maven finished but no kafka_2.13 jar is in {dest}")
     marker.write_text(version + "\n")

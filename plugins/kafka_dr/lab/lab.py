@@ -24,8 +24,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_dr.lab.jars import DEFAULT_KAFKA_VERSION, ensure_jars
 from kafka_dr.lab import secure as lab_secure
+from kafka_dr.lab.jars import DEFAULT_KAFKA_VERSION, ensure_jars
 from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV
 from kafka_dr.lab.topology import LabCluster, lab_clusters, lab_config_yaml
 
@@ -140,8 +140,10 @@ class Lab:
 
     def clusters(self) -> list[LabCluster]:
         state = self._load()
-        return [LabCluster(c["name"], c["port"], c["controller_port"], c.get("secure", False), c.get("proxy_port"))
-                for c in state.get("clusters", [])]
+        return [
+            LabCluster(c["name"], c["port"], c["controller_port"], c.get("secure", False), c.get("proxy_port"))
+            for c in state.get("clusters", [])
+        ]
 
     @property
     def secure(self) -> bool:
@@ -152,8 +154,14 @@ class Lab:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def up(self, count: int = 2, base_port: int | None = None, timeout: float = 90.0, secure: bool = False,
-           proxied: tuple[str, ...] = ()) -> Path:
+    def up(
+        self,
+        count: int = 2,
+        base_port: int | None = None,
+        timeout: float = 90.0,
+        secure: bool = False,
+        proxied: tuple[str, ...] = (),
+    ) -> Path:
         """Start (or keep) ``count`` clusters; returns the written config file.
 
         ``secure``: SASL_SSL (SCRAM-SHA-512) client listeners with a generated CA and broker
@@ -165,8 +173,10 @@ class Lab:
         if state.get("clusters"):
             existing = len(state["clusters"])
             if existing != count or bool(state.get("secure")) != secure:
-                raise LabError(f"the lab in {self.root} has {existing} {'secure ' if state.get('secure') else ''}cluster(s); "
-                               f"run `kafka-dr lab down --wipe` before starting {count}{' secure' if secure else ''}")
+                raise LabError(
+                    f"the lab in {self.root} has {existing} {'secure ' if state.get('secure') else ''}cluster(s); "
+                    f"run `kafka-dr lab down --wipe` before starting {count}{' secure' if secure else ''}"
+                )
             clusters = self.clusters()
         else:
             clusters = lab_clusters(count, base_port, secure, proxied)
@@ -176,10 +186,22 @@ class Lab:
                         continue
                     if _port_open(port):
                         raise LabError(f"port {port} on 127.0.0.1 is already in use; choose another --base-port")
-            state = {"kafka_version": self.kafka_version, "secure": secure, "clusters": [
-                {"name": c.name, "port": c.port, "controller_port": c.controller_port, "secure": c.secure, "proxy_port": c.proxy_port,
-                 "pid": None, "cluster_id": None} for c in clusters
-            ]}
+            state = {
+                "kafka_version": self.kafka_version,
+                "secure": secure,
+                "clusters": [
+                    {
+                        "name": c.name,
+                        "port": c.port,
+                        "controller_port": c.controller_port,
+                        "secure": c.secure,
+                        "proxy_port": c.proxy_port,
+                        "pid": None,
+                        "cluster_id": None,
+                    }
+                    for c in clusters
+                ],
+            }
             self._save(state)
             if secure:
                 lab_secure.prepare(self.root)
@@ -194,7 +216,9 @@ class Lab:
         for entry in state["clusters"]:
             entry["cluster_id"] = ids[entry["name"]]
         self._save(state)
-        self.config_file.write_text(lab_config_yaml(clusters, ids, str(lab_secure.ca_file(self.root)) if secure else None))
+        self.config_file.write_text(
+            lab_config_yaml(clusters, ids, str(lab_secure.ca_file(self.root)) if secure else None)
+        )
         return self.config_file
 
     def start(self, name: str, timeout: float = 90.0) -> None:
@@ -302,25 +326,48 @@ class Lab:
         d = self._cluster_dir(c.name)
         data = d / "data"
         d.mkdir(parents=True, exist_ok=True)
-        self._props(c).write_text(_server_properties(c, data, lab_secure.keystore_file(self.root) if c.secure else None))
+        self._props(c).write_text(
+            _server_properties(c, data, lab_secure.keystore_file(self.root) if c.secure else None)
+        )
         cp = f"{jars}/*"
         if not (data / "meta.properties").exists():
             cluster_uuid = _kafka_uuid()
             fmt = subprocess.run(
                 ["java", "-cp", cp, "kafka.tools.StorageTool", "format", "-t", cluster_uuid, "-c", str(self._props(c))],
-                capture_output=True, text=True, check=False,
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if fmt.returncode != 0:
-                raise LabError(f"formatting the storage of lab cluster {c.name!r} failed:\n{fmt.stderr.strip()[-1500:]}")
+                raise LabError(
+                    f"formatting the storage of lab cluster {c.name!r} failed:\n{fmt.stderr.strip()[-1500:]}"
+                )
         for port in (c.port, c.controller_port, c.internal_port):
             if port and _port_open(port):
                 raise LabError(f"cannot start lab cluster {c.name!r}: port {port} is taken by another process")
         console = open(d / "console.log", "ab")
-        cmd = ["java", *HEAP.split(), "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-               f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.dr.log={d / 'broker.log'}",
-               "-cp", cp, "kafka.Kafka", str(self._props(c))]
+        cmd = [
+            "java",
+            *HEAP.split(),
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={LOG4J}",
+            f"-Dkafka.dr.log={d / 'broker.log'}",
+            "-cp",
+            cp,
+            "kafka.Kafka",
+            str(self._props(c)),
+        ]
         env = {**os.environ, **(lab_secure.broker_env(self.root) if c.secure else {})}
-        proc = subprocess.Popen(cmd, stdout=console, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=d, env=env)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=console,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=d,
+            env=env,
+        )
         console.close()
         self._set_pid(c.name, proc.pid)
 
@@ -342,7 +389,9 @@ class Lab:
             except Exception as e:  # noqa: BLE001 - retried until the deadline
                 last = str(e)
                 time.sleep(0.5)
-        raise LabError(f"lab cluster {c.name!r} ({c.bootstrap}) did not answer metadata requests within {timeout:.0f}s: {last}")
+        raise LabError(
+            f"lab cluster {c.name!r} ({c.bootstrap}) did not answer metadata requests within {timeout:.0f}s: {last}"
+        )
 
     def _stop(self, c: LabCluster, timeout: float) -> None:
         pid = self._pid(c.name)
@@ -396,7 +445,9 @@ def _metadata(bootstrap: str, timeout: float) -> tuple[str, int]:
 
     # log_level 0: a broker that is still starting would fill the terminal with librdkafka's
     # connection-refused lines; failures surface as the exception below instead.
-    client = AdminClient({"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": int(timeout * 1000), "log_level": 0})
+    client = AdminClient(
+        {"bootstrap.servers": bootstrap, "socket.connection.setup.timeout.ms": int(timeout * 1000), "log_level": 0}
+    )
     md = client.list_topics(timeout=timeout)
     if not md.brokers:
         raise LabError(f"{bootstrap} answered without brokers")

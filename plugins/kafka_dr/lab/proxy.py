@@ -26,7 +26,7 @@ class TcpProxy:
         self._thread: threading.Thread | None = None
         self.connections = 0
 
-    def start(self) -> "TcpProxy":
+    def start(self) -> TcpProxy:
         srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         srv.bind((self.host, self.listen_port))
@@ -57,7 +57,7 @@ class TcpProxy:
         if self._thread is not None:
             self._thread.join(5)
 
-    def __enter__(self) -> "TcpProxy":
+    def __enter__(self) -> TcpProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -68,7 +68,7 @@ class TcpProxy:
         while not self._closed.is_set():
             try:
                 client, _ = self._server.accept()
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 continue
             except OSError:
                 return

@@ -50,7 +50,7 @@ def read_secrets(root: Path) -> dict[str, str]:
     out = {}
     for line in secrets_file(root).read_text().splitlines():
         if line.startswith("export "):
-            k, _, v = line[len("export "):].partition("=")
+            k, _, v = line[len("export ") :].partition("=")
             out[k] = shlex.split(v)[0] if v else ""
     return out
 
@@ -63,8 +63,11 @@ def prepare(root: Path) -> None:
     """Generate the passwords, the CA and the broker keystore once (kept across restarts)."""
     root.mkdir(parents=True, exist_ok=True)
     if not secrets_file(root).exists():
-        values = {LAB_USER_ENV: LAB_USER, LAB_PASSWORD_ENV: secrets.token_urlsafe(18),
-                  KEYSTORE_PASSWORD_ENV: secrets.token_urlsafe(18)}
+        values = {
+            LAB_USER_ENV: LAB_USER,
+            LAB_PASSWORD_ENV: secrets.token_urlsafe(18),
+            KEYSTORE_PASSWORD_ENV: secrets.token_urlsafe(18),
+        }
         fd = os.open(secrets_file(root), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write("# The secure lab's secrets: `source` this file (mode 600). Nothing else in the lab holds them.\n")
@@ -78,16 +81,62 @@ def prepare(root: Path) -> None:
     def openssl(*args: str) -> None:
         r = subprocess.run(["openssl", *args], cwd=d, env=env, capture_output=True, text=True)
         if r.returncode != 0:
-            raise RuntimeError(f"openssl {args[0]} failed while making the secure lab's certificates in {d}: {r.stderr.strip()[-800:]}")
+            raise RuntimeError(
+                f"openssl {args[0]} failed while making the secure lab's certificates in {d}: {r.stderr.strip()[-800:]}"
+            )
 
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "30",
-            "-subj", "/CN=kafka-dr lab CA")
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr", "-subj", "/CN=localhost")
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "30",
+        "-subj",
+        "/CN=kafka-dr lab CA",
+    )
+    openssl(
+        "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "broker.key", "-out", "broker.csr", "-subj", "/CN=localhost"
+    )
     (d / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    openssl("x509", "-req", "-in", "broker.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "broker.pem",
-            "-days", "30", "-extfile", "san.ext")
-    openssl("pkcs12", "-export", "-in", "broker.pem", "-inkey", "broker.key", "-certfile", "ca.pem", "-name", "broker",
-            "-out", "broker.p12", "-passout", f"env:{KEYSTORE_PASSWORD_ENV}")
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        "broker.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "broker.pem",
+        "-days",
+        "30",
+        "-extfile",
+        "san.ext",
+    )
+    openssl(
+        "pkcs12",
+        "-export",
+        "-in",
+        "broker.pem",
+        "-inkey",
+        "broker.key",
+        "-certfile",
+        "ca.pem",
+        "-name",
+        "broker",
+        "-out",
+        "broker.p12",
+        "-passout",
+        f"env:{KEYSTORE_PASSWORD_ENV}",
+    )
     for f in ("ca.key", "broker.key", "broker.csr"):
         (d / f).chmod(0o600)
 
@@ -98,7 +147,8 @@ def create_user(root: Path, internal_bootstrap: str) -> None:
 
     s = read_secrets(root)
     admin = AdminClient({"bootstrap.servers": internal_bootstrap, "log_level": 0})
-    upsert = UserScramCredentialUpsertion(s[LAB_USER_ENV], ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
-                                          s[LAB_PASSWORD_ENV].encode())
+    upsert = UserScramCredentialUpsertion(
+        s[LAB_USER_ENV], ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), s[LAB_PASSWORD_ENV].encode()
+    )
     for user, fut in admin.alter_user_scram_credentials([upsert], request_timeout=30).items():
         fut.result()

@@ -50,8 +50,16 @@ def lab_clusters(count: int, base_port: int, secure: bool = False, proxied: tupl
     clients are sent to base+100*i+50, where the test's proxy listens."""
     if not 1 <= count <= len(CLUSTER_NAMES):
         raise ValueError(f"--clusters must be between 1 and {len(CLUSTER_NAMES)}, got {count}")
-    return [LabCluster(name, base_port + 100 * i, base_port + 100 * i + 1, secure,
-                       base_port + 100 * i + 50 if name in proxied else None) for i, name in enumerate(CLUSTER_NAMES[:count])]
+    return [
+        LabCluster(
+            name,
+            base_port + 100 * i,
+            base_port + 100 * i + 1,
+            secure,
+            base_port + 100 * i + 50 if name in proxied else None,
+        )
+        for i, name in enumerate(CLUSTER_NAMES[:count])
+    ]
 
 
 #: environment variables the secure lab's config refers to (values in <lab>/secrets.env)
@@ -61,8 +69,13 @@ LAB_PASSWORD_ENV = "KAFKA_DR_LAB_SASL_PASSWORD"
 
 def secure_client(ca_file: str) -> dict[str, str]:
     """Client settings of the secure lab: SCRAM-SHA-512 over TLS; secrets stay references."""
-    return {"security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512", "ssl.ca.location": ca_file,
-            "sasl.username": f"${{env:{LAB_USER_ENV}}}", "sasl.password": f"${{env:{LAB_PASSWORD_ENV}}}"}
+    return {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanisms": "SCRAM-SHA-512",
+        "ssl.ca.location": ca_file,
+        "sasl.username": f"${{env:{LAB_USER_ENV}}}",
+        "sasl.password": f"${{env:{LAB_PASSWORD_ENV}}}",
+    }
 
 
 def balanced_tree(names: list[str]) -> Any:
@@ -92,8 +105,11 @@ def lab_config(clusters: list[LabCluster], cluster_ids: dict[str, str], ca_file:
     names = [c.name for c in clusters]
     doc: dict[str, Any] = {
         "clusters": {
-            c.name: {"bootstrap_servers": c.bootstrap, **({"cluster_id": cluster_ids[c.name]} if c.name in cluster_ids else {}),
-                     **({"client": secure_client(ca_file)} if c.secure and ca_file else {})}
+            c.name: {
+                "bootstrap_servers": c.bootstrap,
+                **({"cluster_id": cluster_ids[c.name]} if c.name in cluster_ids else {}),
+                **({"client": secure_client(ca_file)} if c.secure and ca_file else {}),
+            }
             for c in clusters
         },
         "flows": [],

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -52,7 +52,14 @@ class SideRange(InputPartition):
     """One side of one window: read ``topic[partition]`` on ``cluster`` from ``start`` to ``end``."""
 
     def __init__(self, side: str, cluster: str, topic: str, start: int, end: int, window: PartitionWindow) -> None:
-        self.side, self.cluster, self.topic, self.start, self.end, self.window = side, cluster, topic, start, end, window
+        self.side, self.cluster, self.topic, self.start, self.end, self.window = (
+            side,
+            cluster,
+            topic,
+            start,
+            end,
+            window,
+        )
 
 
 class RecordsReader(DataSourceReader):
@@ -67,8 +74,10 @@ class RecordsReader(DataSourceReader):
         try:
             yield from _read_side(self.options["config"], part)
         except Exception as e:  # noqa: BLE001 - confluent-kafka errors do not survive pickling
-            raise RuntimeError(f"data quality: reading {part.cluster}/{part.topic}[{part.window.partition}] "
-                               f"offsets {part.start}..{part.end}: {type(e).__name__}: {e}") from None
+            raise RuntimeError(
+                f"data quality: reading {part.cluster}/{part.topic}[{part.window.partition}] "
+                f"offsets {part.start}..{part.end}: {type(e).__name__}: {e}"
+            ) from None
 
 
 class RecordsSource(DataSource):
@@ -104,10 +113,22 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
     if source_side:
         (flow,) = [f for f in cfg.flows if f.name == w.flow]
         transform = router_for(cfg, flow).transform()
-    consumer = Consumer(client_config(cfg.cluster(part.cluster), env_resolver(), **{
-        "group.id": cfg.names.reader_group("dq-reader"), "enable.auto.commit": False, "isolation.level": "read_committed",
-        "enable.partition.eof": True, "auto.offset.reset": "earliest", "fetch.max.bytes": 64 * 1024 * 1024,
-        "max.partition.fetch.bytes": 16 * 1024 * 1024, "queued.max.messages.kbytes": 256 * 1024}))
+    consumer = Consumer(
+        client_config(
+            cfg.cluster(part.cluster),
+            env_resolver(),
+            **{
+                "group.id": cfg.names.reader_group("dq-reader"),
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "auto.offset.reset": "earliest",
+                "fetch.max.bytes": 64 * 1024 * 1024,
+                "max.partition.fetch.bytes": 16 * 1024 * 1024,
+                "queued.max.messages.kbytes": 256 * 1024,
+            },
+        )
+    )
     tp = TopicPartition(part.topic, w.partition, part.start)
     consumer.assign([tp])
     cols: dict[str, list] = {f: [] for f in _FIELDS}
@@ -149,9 +170,14 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
                     unexpected = False
                 else:
                     eligible = False
-                    unexpected = (origin.present and not origin.malformed and origin.cluster == flow_source
-                                  and origin.topic == src_topic and origin.partition == p
-                                  and ((w.start <= origin.offset < w.end) or origin.offset >= w.limit))
+                    unexpected = (
+                        origin.present
+                        and not origin.malformed
+                        and origin.cluster == flow_source
+                        and origin.topic == src_topic
+                        and origin.partition == p
+                        and ((w.start <= origin.offset < w.end) or origin.offset >= w.limit)
+                    )
                 cols["offset"].append(off)
                 cols["timestamp"].append(ts)
                 cols["digest"].append(record_digest(m.key(), m.value(), headers, ts))
@@ -183,9 +209,20 @@ def _batch(pa, cols: dict[str, list], n: int, w: PartitionWindow, side: str):
     cols["topic"] = [w.topic] * n
     cols["partition"] = [w.partition] * n
     cols["side"] = [side] * n
-    types = {"flow": pa.string(), "topic": pa.string(), "side": pa.string(), "id_cluster": pa.string(), "id_topic": pa.string(),
-             "eligible": pa.bool_(), "unexpected_candidate": pa.bool_(), "self_origin": pa.bool_(), "malformed": pa.bool_()}
-    return pa.RecordBatch.from_arrays([pa.array(cols[f], type=types.get(f, pa.int64())) for f in _FIELDS], names=_FIELDS)
+    types = {
+        "flow": pa.string(),
+        "topic": pa.string(),
+        "side": pa.string(),
+        "id_cluster": pa.string(),
+        "id_topic": pa.string(),
+        "eligible": pa.bool_(),
+        "unexpected_candidate": pa.bool_(),
+        "self_origin": pa.bool_(),
+        "malformed": pa.bool_(),
+    }
+    return pa.RecordBatch.from_arrays(
+        [pa.array(cols[f], type=types.get(f, pa.int64())) for f in _FIELDS], names=_FIELDS
+    )
 
 
 def side_ranges(windows: list[PartitionWindow]) -> list[SideRange]:
@@ -200,8 +237,12 @@ def side_ranges(windows: list[PartitionWindow]) -> list[SideRange]:
 def records_frame(spark, config_path: str, windows: list[PartitionWindow]):
     """The per-record facts of every window, both sides, as a DataFrame (read lazily by tasks)."""
     spark.dataSource.register(RecordsSource)
-    return (spark.read.format("kafka_dr_dq_records").option("config", str(config_path))
-            .option("windows", json.dumps([asdict(w) for w in windows])).load())
+    return (
+        spark.read.format("kafka_dr_dq_records")
+        .option("config", str(config_path))
+        .option("windows", json.dumps([asdict(w) for w in windows]))
+        .load()
+    )
 
 
 def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
@@ -214,7 +255,9 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
     keys = ["flow", "topic", "partition"]
     ident = ["id_cluster", "id_topic", "id_part", "id_offset"]
     recs = records_frame(spark, config_path, windows).persist(StorageLevel.MEMORY_AND_DISK)  # read Kafka once
-    src = recs.where((F.col("side") == "s") & F.col("eligible")).select(*keys, *ident, "digest", F.col("offset").alias("src_offset"))
+    src = recs.where((F.col("side") == "s") & F.col("eligible")).select(
+        *keys, *ident, "digest", F.col("offset").alias("src_offset")
+    )
     tgt = recs.where(F.col("side") == "t")
 
     # target copies matched to eligible source records, and the unexpected ones
@@ -223,8 +266,14 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
     in_comparison = joined.where(matched | F.col("unexpected_candidate"))
     order = Window.partitionBy(*keys).orderBy("offset")
     in_comparison = in_comparison.withColumn(
-        "ooo", F.when(matched & (F.col("src_offset") < F.lag(F.when(matched, F.col("src_offset"))).over(order)), 1).otherwise(0))
-    latency = F.when(matched & F.col("origin_ts").isNotNull(), F.greatest(F.col("origin_ts") - F.col("timestamp"), F.lit(0)))
+        "ooo",
+        F.when(matched & (F.col("src_offset") < F.lag(F.when(matched, F.col("src_offset"))).over(order)), 1).otherwise(
+            0
+        ),
+    )
+    latency = F.when(
+        matched & F.col("origin_ts").isNotNull(), F.greatest(F.col("origin_ts") - F.col("timestamp"), F.lit(0))
+    )
     # no countDistinct beside percentile_approx: Spark's distinct-aggregate rewrite would merge
     # one quantile digest per row (minutes for a million records); count copies per key instead
     tside = in_comparison.groupBy(*keys).agg(
@@ -242,30 +291,45 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
         F.sum(F.col("malformed").cast("long")).alias("malformed_provenance"),
     )
     sside = src.groupBy(*keys).agg(
-        F.count(F.lit(1)).alias("source_count"), F.sum(F.col("digest").cast("decimal(38,0)")).alias("source_sum"))
+        F.count(F.lit(1)).alias("source_count"), F.sum(F.col("digest").cast("decimal(38,0)")).alias("source_sum")
+    )
 
     plan = spark.createDataFrame(
         [(w.flow, w.source, w.target, w.topic, w.target_topic, w.partition, w.start, w.end) for w in windows],
-        "flow string, source string, target string, topic string, target_topic string, partition long, window_start long, window_end long")
+        "flow string, source string, target string, topic string, target_topic string, partition long, window_start long, window_end long",
+    )
     z = F.lit(0).cast("long")
-    out = (plan.join(sside, keys, "left").join(tside, keys, "left").join(copies, keys, "left").join(inv, keys, "left")
-           .select(
-               F.lit("partition").alias("kind"), "flow", "source", "target", "topic", "target_topic", "partition", "window_start", "window_end",
-               F.coalesce("source_count", z).alias("source_count"),
-               F.coalesce("target_count", z).alias("target_count"),
-               (F.coalesce("source_count", z) - F.coalesce("distinct_copies", z)).alias("missing"),
-               (F.coalesce("copies", z) - F.coalesce("distinct_copies", z)).alias("duplicated"),
-               F.coalesce("unexpected", z).alias("unexpected"),
-               F.coalesce("out_of_order", z).alias("out_of_order"),
-               F.coalesce(F.col("source_sum"), F.lit(0).cast("decimal(38,0)")).cast("string").alias("source_checksum"),
-               F.coalesce(F.col("target_sum"), F.lit(0).cast("decimal(38,0)")).cast("string").alias("target_checksum"),
-               F.col("latency_p50_ms").cast("double").alias("latency_p50_ms"),
-               F.col("latency_p99_ms").cast("double").alias("latency_p99_ms"),
-               F.coalesce("self_origin", z).alias("self_origin"),
-               F.coalesce("malformed_provenance", z).alias("malformed_provenance"),
-               F.lit(None).cast("long").alias("differences"),
-               F.lit(None).cast("string").alias("detail"),
-           ))
+    out = (
+        plan.join(sside, keys, "left")
+        .join(tside, keys, "left")
+        .join(copies, keys, "left")
+        .join(inv, keys, "left")
+        .select(
+            F.lit("partition").alias("kind"),
+            "flow",
+            "source",
+            "target",
+            "topic",
+            "target_topic",
+            "partition",
+            "window_start",
+            "window_end",
+            F.coalesce("source_count", z).alias("source_count"),
+            F.coalesce("target_count", z).alias("target_count"),
+            (F.coalesce("source_count", z) - F.coalesce("distinct_copies", z)).alias("missing"),
+            (F.coalesce("copies", z) - F.coalesce("distinct_copies", z)).alias("duplicated"),
+            F.coalesce("unexpected", z).alias("unexpected"),
+            F.coalesce("out_of_order", z).alias("out_of_order"),
+            F.coalesce(F.col("source_sum"), F.lit(0).cast("decimal(38,0)")).cast("string").alias("source_checksum"),
+            F.coalesce(F.col("target_sum"), F.lit(0).cast("decimal(38,0)")).cast("string").alias("target_checksum"),
+            F.col("latency_p50_ms").cast("double").alias("latency_p50_ms"),
+            F.col("latency_p99_ms").cast("double").alias("latency_p99_ms"),
+            F.coalesce("self_origin", z).alias("self_origin"),
+            F.coalesce("malformed_provenance", z).alias("malformed_provenance"),
+            F.lit(None).cast("long").alias("differences"),
+            F.lit(None).cast("string").alias("detail"),
+        )
+    )
     return out, recs
 
 

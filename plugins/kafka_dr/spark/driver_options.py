@@ -20,4 +20,8 @@ def driver_java_options(master: str | None, conf: Mapping[str, str]) -> dict[str
     unless ``conf`` sets the key; else nothing (a cluster's driver JVM is the operator's, and
     with no master given spark-submit has started the JVM already)."""
     local = master is not None and (master == "local" or master.startswith("local["))
-    return {"spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS} if local and "spark.driver.extraJavaOptions" not in conf else {}
+    return (
+        {"spark.driver.extraJavaOptions": LOCAL_DRIVER_JAVA_OPTIONS}
+        if local and "spark.driver.extraJavaOptions" not in conf
+        else {}
+    )

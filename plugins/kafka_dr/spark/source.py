@@ -19,7 +19,7 @@ Options: ``config`` (path of the kafka-dr YAML, readable on executors), ``flow``
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
@@ -110,11 +110,17 @@ class ReplicationStreamReader(DataSourceStreamReader):
         offsets = planner.earliest()
         wanted = [(planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts]
         try:
-            by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver(), timeout=UNSTABLE_SECONDS)
+            by_target = read_committed_progress(
+                planner.cfg, planner.flow, wanted, _resolver(), timeout=UNSTABLE_SECONDS
+            )
         except ProgressUnstable:
             # an orphaned pending commit (see kafka_dr.kafka.orphaned_offsets): clear ours, read again
-            clear_flow_orphans(planner.cfg, planner.flow, [(t, planner.target_topic(t), int(p)) for t, parts in offsets.items()
-                                                           for p in parts], _resolver())
+            clear_flow_orphans(
+                planner.cfg,
+                planner.flow,
+                [(t, planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts],
+                _resolver(),
+            )
             by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver())
         missing = {}
         for topic, parts in offsets.items():
@@ -162,8 +168,11 @@ class ReplicationStreamReader(DataSourceStreamReader):
         seconds = float(self.options.get("task_seconds") or 0)
         end = {topic: parts for topic, parts in end.items() if topic != BATCH_KEY}
         if seconds > 0:  # streaming tasks: every partition, open-ended, spread over the tasks
-            ranges = [(topic, int(p), start.get(topic, {}).get(p, 0), planner.target_topic(topic))
-                      for topic, parts in sorted(end.items()) for p in sorted(parts, key=int)]
+            ranges = [
+                (topic, int(p), start.get(topic, {}).get(p, 0), planner.target_topic(topic))
+                for topic, parts in sorted(end.items())
+                for p in sorted(parts, key=int)
+            ]
             n = max(1, min(int(self.options.get("tasks") or 1), len(ranges)))
             whole = int(self.options.get("tasks") or 1) == 1 and self.options.get("transactions", "task") == "task"
             return [StreamPartition(ranges[i::n], seconds, whole) for i in range(n)] if ranges else []
@@ -187,8 +196,14 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS
 
         o = self.options
-        return (o["config"], o["flow"], os.stat(o["config"]).st_mtime_ns, o.get("allow_reset", "false"),
-                o.get("chunk_records", str(JOB_CHUNK_RECORDS)), *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()))
+        return (
+            o["config"],
+            o["flow"],
+            os.stat(o["config"]).st_mtime_ns,
+            o.get("allow_reset", "false"),
+            o.get("chunk_records", str(JOB_CHUNK_RECORDS)),
+            *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()),
+        )
 
     def _forget_copier(self, stream_key: tuple) -> None:
         _copiers.pop(self._copier_key(stream_key), None)
@@ -209,9 +224,14 @@ class ReplicationStreamReader(DataSourceStreamReader):
         if copier is None:
             cfg, flow = _load(o)
             seconds = float(o.get("commit_seconds") or 0.1)
-            records, reset = int(o.get("chunk_records", JOB_CHUNK_RECORDS)), o.get("allow_reset", "false").lower() == "true"
+            records, reset = (
+                int(o.get("chunk_records", JOB_CHUNK_RECORDS)),
+                o.get("allow_reset", "false").lower() == "true",
+            )
             if stream_key == (TASK,):
-                copier = TaskCopier(cfg, flow, _resolver(), chunk_records=records, chunk_seconds=seconds, allow_reset=reset)
+                copier = TaskCopier(
+                    cfg, flow, _resolver(), chunk_records=records, chunk_seconds=seconds, allow_reset=reset
+                )
             else:
                 tuning = CopyTuning.streaming(records, seconds) if stream_key else CopyTuning(chunk_records=records)
                 copier = RangeCopier(cfg, flow, _resolver(), tuning=tuning, allow_reset=reset)
@@ -222,7 +242,9 @@ class ReplicationStreamReader(DataSourceStreamReader):
     def _copy(self, partition: RangePartition) -> dict:
         from kafka_dr.kafka.copy_spec import RangeSpec
 
-        r = self._copier().copy(RangeSpec(partition.topic, partition.partition, partition.start, partition.end, partition.target_topic))
+        r = self._copier().copy(
+            RangeSpec(partition.topic, partition.partition, partition.start, partition.end, partition.target_topic)
+        )
         return r.to_dict()
 
     @_plain_errors
@@ -231,8 +253,16 @@ class ReplicationStreamReader(DataSourceStreamReader):
         attached for ``part.seconds``; one row per partition of what they committed meanwhile."""
         from kafka_dr.spark.streams import run_task
 
-        return run_task(part.ranges, part.seconds, self.options.get("stop_marker") or None, self._copier_key(("stream",)),
-                        self._copier, self._forget_copier, self.options["flow"], whole=getattr(part, "whole", False))
+        return run_task(
+            part.ranges,
+            part.seconds,
+            self.options.get("stop_marker") or None,
+            self._copier_key(("stream",)),
+            self._copier,
+            self._forget_copier,
+            self.options["flow"],
+            whole=getattr(part, "whole", False),
+        )
 
     def commit(self, end: dict) -> None:
         pass  # progress is committed by the tasks, inside their Kafka transactions

@@ -23,7 +23,7 @@ import gc
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_errors import producer_lost
@@ -48,7 +48,7 @@ LAG_EVERY_SECONDS = 1.0
 COUNTERS = ("read", "written", "filtered", "bytes", "lost_to_retention", "transactions", "dead_lettered")
 
 #: this Python worker's threads, by (copier key..., topic, partition)
-_streams: dict[tuple, "_Stream"] = {}
+_streams: dict[tuple, _Stream] = {}
 
 
 class _Tally:
@@ -93,11 +93,22 @@ class _Tally:
         """What was committed since the previous snapshot, as one metrics row (under the lock)."""
         now = time.monotonic()
         lat = sorted(self.latencies)
-        row = RangeResult(flow, self.spec.topic, self.spec.partition, self.spec.target_topic, planned_start,
-                          self.since, self.position, **self.counts, lag=self.lag, seconds=now - self.taken_at,
-                          latency_p50_ms=float(lat[len(lat) // 2]) if lat else None,
-                          latency_p99_ms=float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) if lat else None,
-                          lost_first=self.lost[0] if self.lost else None, lost_last=self.lost[1] if self.lost else None)
+        row = RangeResult(
+            flow,
+            self.spec.topic,
+            self.spec.partition,
+            self.spec.target_topic,
+            planned_start,
+            self.since,
+            self.position,
+            **self.counts,
+            lag=self.lag,
+            seconds=now - self.taken_at,
+            latency_p50_ms=float(lat[len(lat) // 2]) if lat else None,
+            latency_p99_ms=float(lat[min(len(lat) - 1, int(len(lat) * 0.99))]) if lat else None,
+            lost_first=self.lost[0] if self.lost else None,
+            lost_last=self.lost[1] if self.lost else None,
+        )
         self.since, self.taken_at, self.latencies, self.lost = self.position, now, [], None
         self.counts = dict.fromkeys(COUNTERS, 0)
         return row.to_dict()
@@ -158,7 +169,7 @@ class _Stream:
             self.lease = max(self.lease, task_end + GRACE_SECONDS)
             return True
 
-    def start(self, task_end: float) -> "_Stream":
+    def start(self, task_end: float) -> _Stream:
         self.attach(task_end)
         self.thread.start()
         return self
@@ -173,7 +184,9 @@ class _Stream:
         """Alive but no loop round for :data:`STUCK_SECONDS`, or inside a transactional call well
         past its own timeout (the copier's ``hung_after``, :func:`~kafka_dr.kafka.transactions.watched_call`)."""
         hung_after = getattr(self.copier, "hung_after", None)
-        return self.thread.is_alive() and (now - self.beat > STUCK_SECONDS or (hung_after is not None and now > hung_after))
+        return self.thread.is_alive() and (
+            now - self.beat > STUCK_SECONDS or (hung_after is not None and now > hung_after)
+        )
 
     def names(self) -> str:
         return ", ".join(f"{s.topic}[{s.partition}]" for s in self.specs)
@@ -205,9 +218,16 @@ class TaskStream(_Stream):
         self.copier.copy(self.specs, until=self._until, on_commit=self._committed, may_redo=self._may_redo)
 
 
-def run_task(ranges: list[tuple[str, int, int, str]], seconds: float, marker: str | None, key: tuple,
-             copier_for: Callable[[tuple], RangeCopier | TaskCopier], forget: Callable[[tuple], None], flow: str,
-             whole: bool = False) -> list[dict]:
+def run_task(
+    ranges: list[tuple[str, int, int, str]],
+    seconds: float,
+    marker: str | None,
+    key: tuple,
+    copier_for: Callable[[tuple], RangeCopier | TaskCopier],
+    forget: Callable[[tuple], None],
+    flow: str,
+    whole: bool = False,
+) -> list[dict]:
     """One streaming task: attach to (or start) its copies, wait ``seconds`` (or for the stop
     marker, or a failure), return one row per range. ``whole``: the task holds all of the flow's
     partitions and copies them in one transaction at a time (a :class:`TaskStream`, its copier
@@ -218,8 +238,11 @@ def run_task(ranges: list[tuple[str, int, int, str]], seconds: float, marker: st
     # log, from a thread of faulthandler's own; the driver's watchdog then stops the query
     faulthandler.dump_traceback_later(seconds + STUCK_SECONDS + 30, exit=False)
     try:
-        streams = _task_streams(ranges, task_end, marker, key, copier_for) if whole else _partition_streams(
-            ranges, task_end, marker, key, copier_for)
+        streams = (
+            _task_streams(ranges, task_end, marker, key, copier_for)
+            if whole
+            else _partition_streams(ranges, task_end, marker, key, copier_for)
+        )
         return _attached(streams, ranges, task_end, marker, key, forget, flow)
     finally:
         faulthandler.cancel_dump_traceback_later()
@@ -229,7 +252,7 @@ def run_task(ranges: list[tuple[str, int, int, str]], seconds: float, marker: st
 TASK = "task"
 
 
-def _renewed(k: tuple, task_end: float) -> "_Stream | None":
+def _renewed(k: tuple, task_end: float) -> _Stream | None:
     """The running stream ``k``, its lease renewed, or None; a stream that failed between tasks
     is forgotten and its error raised (this task reports it)."""
     s = _streams.get(k)
@@ -241,18 +264,20 @@ def _renewed(k: tuple, task_end: float) -> "_Stream | None":
     return s
 
 
-def _partition_streams(ranges, task_end: float, marker: str | None, key: tuple, copier_for) -> dict[tuple, "_Stream"]:
+def _partition_streams(ranges, task_end: float, marker: str | None, key: tuple, copier_for) -> dict[tuple, _Stream]:
     streams = {}
     for topic, p, start, target in ranges:
         k = (*key, topic, p)
         s = _renewed(k, task_end)
         if s is None:
-            s = _streams[k] = PartitionStream(copier_for((topic, p)), RangeSpec(topic, p, start, OPEN, target), marker).start(task_end)
+            s = _streams[k] = PartitionStream(
+                copier_for((topic, p)), RangeSpec(topic, p, start, OPEN, target), marker
+            ).start(task_end)
         streams[(topic, p)] = s
     return streams
 
 
-def _task_streams(ranges, task_end: float, marker: str | None, key: tuple, copier_for) -> dict[tuple, "_Stream"]:
+def _task_streams(ranges, task_end: float, marker: str | None, key: tuple, copier_for) -> dict[tuple, _Stream]:
     k = (*key, TASK)
     specs = [RangeSpec(topic, p, start, OPEN, target) for topic, p, start, target in ranges]
     s = _renewed(k, task_end)
@@ -267,8 +292,15 @@ def _task_streams(ranges, task_end: float, marker: str | None, key: tuple, copie
     return {(TASK,): s}
 
 
-def _attached(streams: dict[tuple, "_Stream"], ranges, task_end: float, marker: str | None, key: tuple,
-              forget: Callable[[tuple], None], flow: str) -> list[dict]:
+def _attached(
+    streams: dict[tuple, _Stream],
+    ranges,
+    task_end: float,
+    marker: str | None,
+    key: tuple,
+    forget: Callable[[tuple], None],
+    flow: str,
+) -> list[dict]:
     """Watch the task's streams (by stream key: ``_streams`` holds them under ``(*key, *stream
     key)``) until its end, then return one row per range."""
     _freeze_once()
@@ -287,9 +319,11 @@ def _attached(streams: dict[tuple, "_Stream"], ranges, task_end: float, marker: 
                 _streams.pop((*key, *key_of[id(s)]), None)
                 forget(key_of[id(s)])
             names = ", ".join(s.names() for s in stuck)
-            raise RuntimeError(f"flow {flow}: {names}: a Kafka call did not return in time (a transactional call "
-                               f"{CALL_GRACE_SECONDS:.0f}s past its own timeout, or no progress for {STUCK_SECONDS:.0f}s; "
-                               f"librdkafka #5511 after a target restart?); restarting the query")
+            raise RuntimeError(
+                f"flow {flow}: {names}: a Kafka call did not return in time (a transactional call "
+                f"{CALL_GRACE_SECONDS:.0f}s past its own timeout, or no progress for {STUCK_SECONDS:.0f}s; "
+                f"librdkafka #5511 after a target restart?); restarting the query"
+            )
         time.sleep(0.05)
     if stopping():  # the driver's graceful stop: let every thread end its transaction, count all
         for s in running:
@@ -312,7 +346,7 @@ def _freeze_once() -> None:
     gc.freeze()
 
 
-def _detach(streams: list["_Stream"]) -> None:
+def _detach(streams: list[_Stream]) -> None:
     """The task fails: its other partitions' copies are between tasks from now on (a lost
     producer ends them rather than fencing the restarted query's copiers back)."""
     now = time.monotonic()
