@@ -39,9 +39,7 @@ class FirstRunGaps:
         self.flow, self.has_copy, self.heartbeat_topic = flow, has_copy, cfg.names.heartbeat_topic
         self._reported: dict[tuple[str, int], int] = {}  #: (topic, partition) -> first offset not reported lost
 
-    def check(
-        self, spec: RangeSpec, committed: int | None, log_start: int, start: int, result: RangeResult
-    ) -> None:
+    def check(self, spec: RangeSpec, committed: int | None, log_start: int, start: int, result: RangeResult) -> None:
         """Count and log the records below ``log_start`` that a first copy starting at ``start``
         never saw; nothing when it is no first copy or they were reported already."""
         key = (spec.topic, spec.partition)
