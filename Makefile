@@ -35,7 +35,7 @@ browser:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null && chromium --version; fi
 
 test-ui: setup browser
-	$(BIN)/pytest -m e2e tests/e2e
+	$(BIN)/pytest tests/e2e/test_operator_ui.py
 
 test-unit: setup
 	$(BIN)/pytest tests/unit

@@ -11,7 +11,7 @@ A command is a line of a fenced code block that starts the way a user's command 
   commands after it in the same block; run with each of them;
 - ``SUITE``: ``make test``, this suite itself.
 
-tests/unit/test_docs_commands.py fails for a documented command that is not here, and for an
+tests/unit/docs/test_docs_commands.py fails for a documented command that is not here, and for an
 entry here that no document prints any more.
 """
 

@@ -33,7 +33,7 @@ from kafka_dr.workflows.failback_flows import FailbackRun
 from kafka_dr.workflows.failover import FailoverRun, run_failover
 from kafka_dr.workflows.offset_sync import sync_group_offsets
 
-pytestmark = [pytest.mark.lab]
+pytestmark = [pytest.mark.lab, pytest.mark.e2e]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.lab.drill import Drill
 from kafka_dr.lab.proxy import TcpProxy
 
-pytestmark = [pytest.mark.lab]
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 def _exact(config_path, topic: str, result) -> None:

@@ -10,7 +10,7 @@ from kafka_dr.core.config import FlowMode, LoopPolicy, ProvenanceRule
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.secret_refs import SecretRef
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
 @pytest.mark.parametrize("name", ["active-active.yaml", "active-passive.yaml"])

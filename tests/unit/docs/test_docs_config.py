@@ -8,7 +8,7 @@ from pathlib import Path
 from kafka_dr.core import config_load, config_sections
 from kafka_dr.core.config import Schedules, Thresholds
 
-DOC = (Path(__file__).resolve().parents[2] / "docs" / "config.md").read_text(encoding="utf-8")
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "config.md").read_text(encoding="utf-8")
 
 
 def table_keys(section: str) -> set[str]:

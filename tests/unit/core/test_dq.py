@@ -151,7 +151,7 @@ def test_result_record_and_exception():
 
 
 def test_suite_files_name_every_check():
-    folder = Path(__file__).resolve().parents[2] / "expectations"
+    folder = Path(__file__).resolve().parents[3] / "expectations"
     docs = [json.loads(p.read_text()) for p in sorted(folder.glob("kafka_dr_*.json"))]
     assert check_names(docs) == [
         "counts_equal",

@@ -284,7 +284,7 @@ def test_data_docs_are_served_only_from_the_runs_docs_folder(tmp_path):
 
 
 def test_the_page_templates_ship_with_the_package():
-    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
     shipped = pyproject["tool"]["setuptools"]["package-data"]["kafka_dr"]
     templates = TEMPLATES.list_templates()
     assert "status.html" in templates
