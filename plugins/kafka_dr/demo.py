@@ -69,9 +69,11 @@ def run_demo(lab_dir: Path | None = None) -> int:
                 "local" if "dr.origin" not in h else f"from {h['dr.origin'].decode()} @{h['dr.origin.offset'].decode()}"
             )
             print(
-                f"   {r.partition:>2} {r.offset:>6}  {(r.key or b'').decode():<16} {origin:<26} {(r.value or b'').decode()}"
+                f"   {r.partition:>2} {r.offset:>6}  {(r.key or b'').decode():<16} {origin:<26} "
+                f"{(r.value or b'').decode()}"
             )
     print(
-        f"\nThe lab keeps running. Config: {cfg_path}\nStop it with: .venv/bin/kafka-dr lab down   (add --wipe to delete its data)"
+        f"\nThe lab keeps running. Config: {cfg_path}\n"
+        f"Stop it with: .venv/bin/kafka-dr lab down   (add --wipe to delete its data)"
     )
     return 0

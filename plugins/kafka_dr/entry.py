@@ -31,7 +31,8 @@ def error_lines(prog: str, error: BaseException) -> list[str]:
         if len(error.problems) == 1:
             return [f"{prog}: invalid config{f' {error.source}' if error.source else ''}: {error.problems[0]}"]
         return [f"  - {p}" for p in error.problems] + [
-            f"{prog}: invalid config{f' {error.source}' if error.source else ''}: {len(error.problems)} problems (listed above)"
+            f"{prog}: invalid config{f' {error.source}' if error.source else ''}: "
+            f"{len(error.problems)} problems (listed above)"
         ]
     text = " ".join(str(error).split()) or type(error).__name__
     if not type(error).__module__.startswith("kafka_dr") and not isinstance(

@@ -51,7 +51,8 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
             pass
         if lat.status == "missing":
             problems.append(
-                f"{flow.name} ({flow.source} -> {flow.target}): no heartbeat from {flow.source} has reached {flow.target}"
+                f"{flow.name} ({flow.source} -> {flow.target}): "
+                f"no heartbeat from {flow.source} has reached {flow.target}"
             )
         elif lat.status == "late":
             problems.append(

@@ -50,7 +50,10 @@ def preflight_or_fail(cfg: DrConfig, resolve=None) -> dict:
         log.error("%s", format_violations(violations))
         raise AirflowFailException(str(PreflightFailed(violations)))
     flows = [f.name for f in cfg.flows if f.enabled]
-    summary = f"ok: {len(RULES)} rules ({', '.join(RULES)}) hold for {len(flows)} enabled flows ({', '.join(flows) or 'none'})"
+    summary = (
+        f"ok: {len(RULES)} rules ({', '.join(RULES)}) hold for {len(flows)} enabled flows "
+        f"({', '.join(flows) or 'none'})"
+    )
     if cfg.preflight.exclude_topics:
         summary += f"; topics excluded: {', '.join(cfg.preflight.exclude_topics)}"
     if warnings:

@@ -8,10 +8,11 @@
   resumes from the progress committed in Kafka.
 
 A ``preflight`` task first checks the topology's rules (:mod:`kafka_dr.core.preflight`); a
-violation stops the run before Spark starts. The job runs through ``SparkSubmitOperator`` (the Spark connection ``spark.connection``:
-``local[*]`` by default, a cluster master by config). Secrets referenced as
-``${airflow:...}`` are resolved at execute time and passed to spark-submit as environment
-variables (never as arguments, never in rendered template fields).
+violation stops the run before Spark starts. The job runs through ``SparkSubmitOperator``
+(the Spark connection ``spark.connection``: ``local[*]`` by default, a cluster master by
+config). Secrets referenced as ``${airflow:...}`` are resolved at execute time and passed
+to spark-submit as environment variables (never as arguments, never in rendered template
+fields).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             if state.flow_stopped(flow.source, flow.target):
                 failed = flow.source if flow.source in state.failed_clusters else flow.target
                 raise AirflowSkipException(
-                    f"{failed} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback"
+                    f"{failed} is failed over (state version {state.version}); "
+                    f"flow {flow.name} stays stopped until failback"
                 )
             return preflight_or_fail(cfg, resolve)
 

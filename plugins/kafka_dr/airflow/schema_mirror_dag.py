@@ -50,9 +50,9 @@ def verify_schemas(cfg: DrConfig, target: str) -> dict:
         src, dst = cfg.cluster(sm.primary).schema_registry.topic, cfg.cluster(target).schema_registry.topic
         upto = "its end" if result.compared_up_to is None else f"offset {result.compared_up_to} (the mirror's progress)"
         raise SchemaRegistryMismatch(
-            f"schema registry on {target} ({target}/{dst}) differs from {sm.primary} ({sm.primary}/{src}, read up to {upto}, "
-            f"subject template {sm.subject_template!r}): {len(result.differences)} difference(s):\n  - "
-            + "\n  - ".join(result.differences)
+            f"schema registry on {target} ({target}/{dst}) differs from {sm.primary} "
+            f"({sm.primary}/{src}, read up to {upto}, subject template {sm.subject_template!r}): "
+            f"{len(result.differences)} difference(s):\n  - " + "\n  - ".join(result.differences)
         )
     return result.to_dict()
 

@@ -77,7 +77,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--systems",
         default=None,
-        help=f"which systems, comma-separated, of {','.join(SYSTEMS)} (default all; --quick: {','.join(QUICK['systems'])})",
+        help=(
+            f"which systems, comma-separated, of {','.join(SYSTEMS)} "
+            f"(default all; --quick: {','.join(QUICK['systems'])})"
+        ),
     )
     p.add_argument(
         "--dir",
@@ -150,7 +153,8 @@ def validated(a: argparse.Namespace, preset: dict) -> tuple[tuple[str, ...], lis
         unknown = [n for n in systems if n not in SYSTEMS]
         if unknown or not systems:
             problems.append(
-                f"--systems {a.systems!r}: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(SYSTEMS)}"
+                f"--systems {a.systems!r}: unknown {', '.join(unknown) or '(none given)'}; "
+                f"choose from {', '.join(SYSTEMS)}"
             )
     sizes = []
     for part in (x.strip() for x in a.sizes.split(",")):

@@ -1,4 +1,4 @@
-"""The raw-pipe limit: the simplest consume-and-produce loop with librdkafka, no transformation.
+r"""The raw-pipe limit: the simplest consume-and-produce loop with librdkafka, no transformation.
 
 One Python process, one consumer, one producer, no transactions, no headers added, no loop
 policy: records go from ``topic[p]`` to ``target_topic[p]`` with key, value, headers and
@@ -6,7 +6,8 @@ timestamp as they are. Its throughput is the ceiling this machine's brokers (and
 from Python) allow; the producer batches like ours (linger 10 ms, 1 MB batches, lz4,
 acks=all, idempotent) so the comparison is about the work, not the settings.
 
-    python -m kafka_dr.bench.rawpipe --source HOST:PORT --target HOST:PORT --topic T [--topic U ...] --partitions 8 [--until-end]
+    python -m kafka_dr.bench.rawpipe --source HOST:PORT --target HOST:PORT \
+        --topic T [--topic U ...] --partitions 8 [--until-end]
 
 Each topic ``T`` goes to ``raw.T`` (``--target-prefix``).
 

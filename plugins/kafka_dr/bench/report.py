@@ -182,12 +182,13 @@ def table(flat: dict) -> str:
         "",
     ]
     head = (
-        f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}{'copied':>11}{'all':>5}"
-        f"{'RSS MB':>8}  records/s by round"
+        f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}"
+        f"{'copied':>11}{'all':>5}{'RSS MB':>8}  records/s by round"
     )
     backlog_rounds = flat.get("backlog_rounds", 1)
+    order = f", {backlog_rounds} rounds of every size, every other one in reverse order" if backlog_rounds > 1 else ""
     lines += [
-        f"Throughput (backlog{f', {backlog_rounds} rounds of every size, every other one in reverse order' if backlog_rounds > 1 else ''})",
+        f"Throughput (backlog{order})",
         head,
         "-" * len(head),
     ]
@@ -196,8 +197,9 @@ def table(flat: dict) -> str:
             k = f"{s}_s{size}_"
             by_round = " / ".join(_f(v) for v in flat.get(k + "records_per_s_by_round") or [])
             lines.append(
-                f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}{_f(flat.get(k + 'mb_per_s'), 1):>8}"
-                f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
+                f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}"
+                f"{_f(flat.get(k + 'mb_per_s'), 1):>8}{_f(flat.get(k + 'copy_seconds'), 1):>8}"
+                f"{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
                 f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}"
             )
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
@@ -205,8 +207,8 @@ def table(flat: dict) -> str:
         head = f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'steal':>7}{'idle':>7}{'us/record':>11}"
         lines += [
             "",
-            "CPU over the copy window (cores; busy = the whole machine, own = the system's processes; us/record = busy CPU "
-            "per record)",
+            "CPU over the copy window (cores; busy = the whole machine, own = the system's processes; "
+            "us/record = busy CPU per record)",
             head,
             "-" * len(head),
         ]

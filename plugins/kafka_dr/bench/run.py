@@ -103,8 +103,8 @@ def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, ti
         west, f"{topic}.txn", partitions, WARMUP_TRANSACTION_SECONDS, group=f"{topic}.txn"
     )
     say(
-        f"[bench] brokers warmed up in {time.monotonic() - t0:.1f}s (not measured): {records:,} records produced and copied, "
-        f"{txns:,} transactions"
+        f"[bench] brokers warmed up in {time.monotonic() - t0:.1f}s (not measured): "
+        f"{records:,} records produced and copied, {txns:,} transactions"
     )
 
 
@@ -267,7 +267,8 @@ def one_start_phases(
                     r = failed(BACKLOG_METRICS, e, records=records, complete=False)
                 results[s.name][f"s{size}"] = r
                 say(
-                    f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, copied {r['copied']}/{r['records']} (one start)"
+                    f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, "
+                    f"copied {r['copied']}/{r['records']} (one start)"
                 )
             try:
                 r = latency_figures(
@@ -465,8 +466,9 @@ def backlog_rounds_phase(
             done[s.name].append(r)
             say(
                 f"[bench] {s.name:<8} {step}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
-                f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, "
-                f"{synced} MB synced first; CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores"
+                f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, "
+                f"peak RSS {r['peak_rss_mb']} MB, {synced} MB synced first; "
+                f"CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores"
             )
     return {s.name: failures.get(s.name) or backlog_figures(done[s.name]) for s in sys_objs}
 

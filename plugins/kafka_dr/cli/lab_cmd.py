@@ -89,6 +89,7 @@ def print_status(lab) -> bool:
     for r in rows:
         state = "healthy" if r.answering else ("starting" if r.running else "stopped")
         print(
-            f"{r.name:<10}{r.bootstrap:<18}{r.pid or '-':<9}{state:<10}{'' if r.topics is None else r.topics:<8}{r.cluster_id or '-'}"
+            f"{r.name:<10}{r.bootstrap:<18}{r.pid or '-':<9}{state:<10}"
+            f"{'' if r.topics is None else r.topics:<8}{r.cluster_id or '-'}"
         )
     return all(r.answering for r in rows)

@@ -238,7 +238,8 @@ def _check_policy_mix(ctx: ParseContext, flows: list[FlowConfig]) -> None:
             if (a.source, a.target) == (b.target, b.source) and a.loop_policy is not b.loop_policy:
                 ctx.err(
                     f"flows[{j}].loop_policy",
-                    f"{b.loop_policy.value!r} contradicts flows[{i}] ({a.source} -> {a.target}, {a.loop_policy.value!r})",
+                    f"{b.loop_policy.value!r} contradicts flows[{i}] "
+                    f"({a.source} -> {a.target}, {a.loop_policy.value!r})",
                     "both directions between two clusters must use the same loop policy",
                 )
 

@@ -201,13 +201,19 @@ def describe_row(row: Mapping[str, Any]) -> str:
     """Where a comparison row is: a topic-partition of a flow, a registry pair, a topic's configs."""
     kind = row.get("kind")
     if kind == "partition":
-        return f"flow {row.get('flow')} {row.get('source')}/{row.get('topic')}[{row.get('partition')}] -> {row.get('target')}/{row.get('target_topic')}[{row.get('partition')}]"
+        return (
+            f"flow {row.get('flow')} {row.get('source')}/{row.get('topic')}[{row.get('partition')}] "
+            f"-> {row.get('target')}/{row.get('target_topic')}[{row.get('partition')}]"
+        )
     if kind == "schema_registry":
         return (
             f"schema registry {row.get('source')}/{row.get('topic')} -> {row.get('target')}/{row.get('target_topic')}"
         )
     if kind == "topic_config":
-        return f"topic configs flow {row.get('flow')} {row.get('source')}/{row.get('topic')} -> {row.get('target')}/{row.get('target_topic')}"
+        return (
+            f"topic configs flow {row.get('flow')} {row.get('source')}/{row.get('topic')} "
+            f"-> {row.get('target')}/{row.get('target_topic')}"
+        )
     return str(dict(row))
 
 

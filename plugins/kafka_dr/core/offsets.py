@@ -179,8 +179,8 @@ def translate_from_candidates(
             UNTRANSLATABLE,
             None,
             f"{where}: the first record of it on {target_topic}[{partition}] is origin offset {y} "
-            f"at the target's log start region (log start {t_low}); origin offsets {x}..{y - 1} may have been deleted by "
-            f"retention on the target, so the position is not known",
+            f"at the target's log start region (log start {t_low}); origin offsets {x}..{y - 1} "
+            f"may have been deleted by retention on the target, so the position is not known",
         )
 
     # Nothing from this origin at or after X on the target.
@@ -290,7 +290,8 @@ def translate_by_timestamp(
         t,
         APPROXIMATE,
         f"approximate: no provenance on {target_topic}[{partition}]; first record with timestamp >= {ts} "
-        f"(source record time {source_ts_ms} minus {margin_seconds:g}s margin) is at {t}; records within the margin are re-read",
+        f"(source record time {source_ts_ms} minus {margin_seconds:g}s margin) is at {t}; "
+        f"records within the margin are re-read",
     )
 
 

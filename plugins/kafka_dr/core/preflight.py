@@ -179,9 +179,9 @@ def check_filter(ctx: _Ctx) -> list[Violation]:
                     "filter",
                     flow.name,
                     topic,
-                    f"selected {flow.source} -> {flow.target} but not {flow.target} -> {flow.source}: the two directions select "
-                    f"different topics ({_selection([flow])} | {_selection(reverse)}); {topic} {where}, "
-                    f"and once written on {flow.source} it would be copied one way only",
+                    f"selected {flow.source} -> {flow.target} but not {flow.target} -> {flow.source}: "
+                    f"the two directions select different topics ({_selection([flow])} | {_selection(reverse)}); "
+                    f"{topic} {where}, and once written on {flow.source} it would be copied one way only",
                 )
             )
     return out
@@ -235,7 +235,8 @@ def check_config(ctx: _Ctx) -> list[Violation]:
                         "config",
                         flow.name,
                         topic,
-                        f"{src} has cleanup.policy={sc} but {dst} has cleanup.policy={tc}: the two copies would keep different records",
+                        f"{src} has cleanup.policy={sc} but {dst} has cleanup.policy={tc}: "
+                        f"the two copies would keep different records",
                     )
                 )
     return out
@@ -325,14 +326,16 @@ def check_cascade(ctx: _Ctx) -> list[Violation]:
                 for p in paths[1:]:
                     last = p[-1]
                     why = (
-                        f"{last.flow} forwards what {p[-2].flow} copied into {last.source}, and {_policy_text(ctx, last.flow)} does not stop it"
+                        f"{last.flow} forwards what {p[-2].flow} copied into {last.source}, "
+                        f"and {_policy_text(ctx, last.flow)} does not stop it"
                         if len(p) > 1
                         else "more than one flow copies it directly"
                     )
                     add(
                         "dup",
                         last,
-                        f"records written to {origin}/{topic} reach {cluster} {len(paths)} times: {routes} (a duplicate: {why})",
+                        f"records written to {origin}/{topic} reach {cluster} {len(paths)} times: "
+                        f"{routes} (a duplicate: {why})",
                     )
             reached = set(arrivals) | {origin}
             for path, hop in drops:
@@ -342,8 +345,9 @@ def check_cascade(ctx: _Ctx) -> list[Violation]:
                     "gap",
                     hop,
                     f"records written to {origin}/{topic} reach {hop.source}/{hop.source_topic} "
-                    f"({_path_text(origin, topic, path)}) but {hop.flow} ({_policy_text(ctx, hop.flow)}) does not forward them to "
-                    f"{hop.target}/{hop.target_topic}, and no other flow brings them there: {hop.target} gets only part of the topic",
+                    f"({_path_text(origin, topic, path)}) but {hop.flow} ({_policy_text(ctx, hop.flow)}) "
+                    f"does not forward them to {hop.target}/{hop.target_topic}, "
+                    f"and no other flow brings them there: {hop.target} gets only part of the topic",
                 )
     return list(out.values())
 

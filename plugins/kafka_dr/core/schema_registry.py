@@ -329,7 +329,8 @@ def _diff_version(where: str, sa: SchemaVersion, sb: SchemaVersion, a_name: str,
             (n for n, (x, y) in enumerate(zip(sa.schema, sb.schema)) if x != y), min(len(sa.schema), len(sb.schema))
         )
         out.append(
-            f"{where}: schema text differs from character {i}: {_around(sa.schema, i)} on {a_name}, {_around(sb.schema, i)} on {b_name}"
+            f"{where}: schema text differs from character {i}: "
+            f"{_around(sa.schema, i)} on {a_name}, {_around(sb.schema, i)} on {b_name}"
         )
     if sa.schema_type != sb.schema_type:
         out.append(f"{where}: schema type {sa.schema_type} on {a_name}, {sb.schema_type} on {b_name}")

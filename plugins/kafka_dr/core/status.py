@@ -215,7 +215,8 @@ def build_status(
             alerts.append(
                 Alert(
                     "warning",
-                    f"flow {f.name}: newest heartbeat is {hb.age_seconds:.0f}s old (max {th.heartbeat_max_age_seconds:.0f}s)",
+                    f"flow {f.name}: newest heartbeat is {hb.age_seconds:.0f}s old "
+                    f"(max {th.heartbeat_max_age_seconds:.0f}s)",
                 )
             )
         elif hb is not None and hb.status == "missing":
@@ -243,7 +244,8 @@ def build_status(
         alerts.append(
             Alert(
                 "critical",
-                f"data-quality run {dq.get('run_id')} failed: {len(failed)} check(s): {', '.join(map(str, failed[:3]))}",
+                f"data-quality run {dq.get('run_id')} failed: "
+                f"{len(failed)} check(s): {', '.join(map(str, failed[:3]))}",
             )
         )
     for dag_id, run in runs.items():

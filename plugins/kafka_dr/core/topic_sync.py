@@ -252,7 +252,8 @@ def format_report(report: Mapping) -> str:
     """A drift report as readable lines for the task log."""
     s = report["summary"]
     head = (
-        f"flow {report['flow']} ({report['source']} -> {report['target']}){'' if report.get('applied', True) else ' [dry run]'}: "
+        f"flow {report['flow']} ({report['source']} -> {report['target']})"
+        f"{'' if report.get('applied', True) else ' [dry run]'}: "
         f"{s['topics']} topics, {s['created']} created, {s['partitions_raised']} partition counts raised, "
         f"{s['configs_set']} configs set, {s['configs_deleted']} deleted, {s['target_larger']} target larger, "
         f"{s['excluded_ignored']} excluded differences ignored, {s['not_owned']} not owned"

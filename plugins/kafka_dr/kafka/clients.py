@@ -188,6 +188,7 @@ def cluster_id(cluster: ClusterConfig, resolve: SecretResolver | None = None, ti
         if problem:
             raise AuthenticationFailed(f"cluster {cluster.name!r} ({cluster.bootstrap_servers}): {problem}") from None
         raise ClusterUnreachable(
-            f"cluster {cluster.name!r} ({cluster.bootstrap_servers}) did not answer a metadata request within {timeout:.0f}s: {e.args[0]}"
+            f"cluster {cluster.name!r} ({cluster.bootstrap_servers}) did not answer a metadata request "
+            f"within {timeout:.0f}s: {e.args[0]}"
         ) from None
     return md.cluster_id

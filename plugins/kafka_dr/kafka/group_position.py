@@ -132,9 +132,9 @@ class GroupPlacer:
         where = f"{t.target_topic}[{t.partition}]"
         if placed.reread_local is None:
             why = (
-                f"; which of {self.flow.target}'s own records the group had read on {self.flow.source} is not known: at "
-                f"{where}@{placed.target_offset}, before every one of them (re-reads {placed.reread_source} of "
-                f"{self.flow.source}'s, an unknown number of {self.flow.target}'s)"
+                f"; which of {self.flow.target}'s own records the group had read on {self.flow.source} "
+                f"is not known: at {where}@{placed.target_offset}, before every one of them (re-reads "
+                f"{placed.reread_source} of {self.flow.source}'s, an unknown number of {self.flow.target}'s)"
             )
             return replace(
                 t, target_offset=placed.target_offset, status=APPROXIMATE, reason=t.reason + why, reread=reread
@@ -146,8 +146,8 @@ class GroupPlacer:
         else:
             why = (
                 f"; earliest position that skips nothing: {where}@{placed.target_offset} (the group had read "
-                f"{self.flow.target}'s records below {u}), re-reads {placed.reread_source} record(s) of {self.flow.source} "
-                f"and {placed.reread_local} of {self.flow.target}"
+                f"{self.flow.target}'s records below {u}), re-reads {placed.reread_source} record(s) "
+                f"of {self.flow.source} and {placed.reread_local} of {self.flow.target}"
             )
         log.info(
             "flow %s: group %s %s[%d]: origin position %d, local read below %d -> %d",

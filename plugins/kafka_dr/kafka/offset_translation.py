@@ -347,7 +347,8 @@ def read_group_offsets(
             raise RuntimeError(f"group {group!r} on {flow.source}/{tp.topic}[{tp.partition}]: {tp.error.str()}")
         if tp.offset >= 0 and skip_synced and core.is_sync_commit(tp.metadata):
             log.info(
-                "flow %s: group %s on %s/%s[%d]@%d was committed by the offset sync, not by a consumer: not synced onward",
+                "flow %s: group %s on %s/%s[%d]@%d was committed by the offset sync, not by a consumer: "
+                "not synced onward",
                 flow.name,
                 group,
                 flow.source,

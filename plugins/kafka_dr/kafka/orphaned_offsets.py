@@ -91,8 +91,9 @@ def read_progress(
             if not unstable(again):
                 raise
             raise ProgressUnstable(
-                f"flow {flow.name}: progress of {flow.target}/{named} stays unstable after this flow's own pending commit was "
-                f"cleared: another producer's transaction holds it (kafka-transactions.sh find-hanging / abort on {flow.target})"
+                f"flow {flow.name}: progress of {flow.target}/{named} stays unstable "
+                f"after this flow's own pending commit was cleared: another producer's transaction holds it "
+                f"(kafka-transactions.sh find-hanging / abort on {flow.target})"
             ) from None
     progress: dict[Pair, int | None] = {}
     for pair, tp in zip(pairs, got):
@@ -140,7 +141,8 @@ def repair_progress(
             end = watermarks(source, TopicPartition(topic, partition), 30)[1]
             if last + 1 > end:
                 log.warning(
-                    "flow %s: %s/%s[%d] holds a copy of offset %d, past the end of %s/%s[%d] (%d): progress left as it is",
+                    "flow %s: %s/%s[%d] holds a copy of offset %d, past the end of %s/%s[%d] (%d): "
+                    "progress left as it is",
                     flow.name,
                     flow.target,
                     target_topic,

@@ -83,7 +83,8 @@ class FlowPlanner:
                     f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}): {problem}"
                 ) from None
             raise ClusterUnreachable(
-                f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}) did not answer: {e.args[0].str()}"
+                f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}) did not answer: "
+                f"{e.args[0].str()}"
             ) from None
 
     def _discover(self) -> dict[str, TopicRoute]:
@@ -118,8 +119,9 @@ class FlowPlanner:
             t = tmd.get(r.target_topic)
             if t is not None and len(t.partitions) < r.partitions:
                 raise TargetTopicMismatch(
-                    f"flow {self.flow.name}: {self.flow.target}/{r.target_topic} has {len(t.partitions)} partitions but "
-                    f"{self.flow.source}/{r.source_topic} has {r.partitions}; raise the target's partition count "
+                    f"flow {self.flow.name}: {self.flow.target}/{r.target_topic} has {len(t.partitions)} "
+                    f"partitions but {self.flow.source}/{r.source_topic} has {r.partitions}; "
+                    f"raise the target's partition count "
                     f"(dr_topic_config_sync does) so partition p can map to partition p"
                 )
         if not missing:

@@ -63,6 +63,7 @@ def read_partitions(consumer: Consumer, topic: str, partitions: list[int], timeo
     consumer.unassign()
     if pending:
         raise TimeoutError(
-            f"reading {topic}: partitions {sorted(pending)} did not reach their end offsets {pending} within {timeout:.0f}s"
+            f"reading {topic}: partitions {sorted(pending)} did not reach their end offsets {pending} "
+            f"within {timeout:.0f}s"
         )
     return out

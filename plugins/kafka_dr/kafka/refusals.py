@@ -65,7 +65,8 @@ class Chunk:
         text = self.error.str() if self.error is not None else "refused"
         if self.too_large >= 0 and size_refusal(self.error):
             text += (
-                f" (its own record batch is {self.too_large_bytes} bytes, above {cluster}/{topic}'s max.message.bytes of {limit})"
+                f" (its own record batch is {self.too_large_bytes} bytes, "
+                f"above {cluster}/{topic}'s max.message.bytes of {limit})"
                 if limit is not None
                 else f" (its own record batch is {self.too_large_bytes} bytes)"
             )

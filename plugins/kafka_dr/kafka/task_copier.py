@@ -435,8 +435,8 @@ class TaskCopier:
         if left:
             abort_quietly(producer)
             raise TimeoutError(
-                f"flow {self.flow.name}: {left} record(s) of {span} not acknowledged by {self.flow.target} within 120s; "
-                f"rolled back, nothing of them committed"
+                f"flow {self.flow.name}: {left} record(s) of {span} not acknowledged by {self.flow.target} "
+                f"within 120s; rolled back, nothing of them committed"
             )
         if self._reports.lost:
             abort_quietly(producer)

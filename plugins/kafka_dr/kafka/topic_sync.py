@@ -47,7 +47,8 @@ class TopicSyncFailed(RuntimeError):
         self.report = report
         lines = "\n".join(f"  {e}" for e in report["errors"])
         super().__init__(
-            f"topic-config sync of flow {report['flow']} ({report['source']} -> {report['target']}): {len(report['errors'])} action(s) failed:\n{lines}"
+            f"topic-config sync of flow {report['flow']} ({report['source']} -> {report['target']}): "
+            f"{len(report['errors'])} action(s) failed:\n{lines}"
         )
 
 
@@ -59,7 +60,8 @@ def _answer(cfg: DrConfig, flow: FlowConfig, role: str, call):
     except KafkaException as e:
         cluster = cfg.cluster(name)
         raise ClusterUnreachable(
-            f"topic-config sync of flow {flow.name}: {role} cluster {name!r} ({cluster.bootstrap_servers}) did not answer: {e.args[0].str()}"
+            f"topic-config sync of flow {flow.name}: {role} cluster {name!r} ({cluster.bootstrap_servers}) "
+            f"did not answer: {e.args[0].str()}"
         ) from None
 
 

@@ -51,7 +51,10 @@ class TrialResult:
     figures: dict = field(default_factory=dict)
 
     def row(self) -> str:
-        return f"| {self.fault} | {self.trials} | {self.produced} | {self.lost} | {self.duplicated} | {self.restarts} | {'; '.join(self.notes)} |"
+        return (
+            f"| {self.fault} | {self.trials} | {self.produced} | {self.lost} | {self.duplicated} | {self.restarts} "
+            f"| {'; '.join(self.notes)} |"
+        )
 
 
 TABLE_HEAD = "| fault | trials | produced | lost | duplicated | job restarts | notes |\n|---|---|---|---|---|---|---|"
@@ -324,7 +327,7 @@ class Drill:
             for trial in range(trials):
                 job = Job(config, log)
                 seen = _copied(cfg, topic)
-                wait_for("the job copying", lambda: _copied(cfg, topic) > seen, 420, every=0.5)
+                wait_for("the job copying", lambda seen=seen: _copied(cfg, topic) > seen, 420, every=0.5)
                 time.sleep(self.rng.uniform(0, 3))
                 if not job.alive():
                     raise RuntimeError(f"drill kill-job: trial {trial}: the job died by itself; see {log}")

@@ -150,5 +150,5 @@ def create_user(root: Path, internal_bootstrap: str) -> None:
     upsert = UserScramCredentialUpsertion(
         s[LAB_USER_ENV], ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), s[LAB_PASSWORD_ENV].encode()
     )
-    for user, fut in admin.alter_user_scram_credentials([upsert], request_timeout=30).items():
+    for _user, fut in admin.alter_user_scram_credentials([upsert], request_timeout=30).items():
         fut.result()

@@ -296,7 +296,8 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
 
     plan = spark.createDataFrame(
         [(w.flow, w.source, w.target, w.topic, w.target_topic, w.partition, w.start, w.end) for w in windows],
-        "flow string, source string, target string, topic string, target_topic string, partition long, window_start long, window_end long",
+        "flow string, source string, target string, topic string, target_topic string, partition long, "
+        "window_start long, window_end long",
     )
     z = F.lit(0).cast("long")
     out = (
