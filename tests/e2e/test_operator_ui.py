@@ -32,7 +32,8 @@ ARTIFACTS = Path(os.environ.get("KAFKA_DR_TEST_UI_DIR", Path(__file__).resolve()
 def browser():
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         pytest.fail(
-            "Debian's chromium and chromium-driver are needed (.ci/run installs them: apt-get install chromium chromium-driver)"
+            "Debian's chromium and chromium-driver are needed "
+            "(.ci/run installs them: apt-get install chromium chromium-driver)"
         )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

@@ -95,7 +95,8 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     assert (
         len(
             re.findall(
-                r"\[bench\] rawpipe  s100 round [12]/2: [\d,]+ records/s .*copied 40,000/40,000, .*CPU busy [\d.]+, own "
+                r"\[bench\] rawpipe  s100 round [12]/2: [\d,]+ records/s "
+                r".*copied 40,000/40,000, .*CPU busy [\d.]+, own "
                 r"[\d.]+, steal [\d.]+ cores",
                 out,
             )

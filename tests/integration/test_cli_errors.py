@@ -49,7 +49,8 @@ def last_line(proc) -> str:
         ),
         (
             ["failover", "--config", "{cfg}", "--from", "east", "--to", "west", "--groups", "("],
-            "kafka-dr failover: --groups '(' is not a regular expression: missing ), unterminated subpattern at position 0",
+            "kafka-dr failover: --groups '(' is not a regular expression: "
+            "missing ), unterminated subpattern at position 0",
         ),
         (
             [
@@ -67,7 +68,8 @@ def last_line(proc) -> str:
                 "--groups",
                 "(",
             ],
-            "kafka-dr failback: --groups '(' is not a regular expression: missing ), unterminated subpattern at position 0; "
+            "kafka-dr failback: --groups '(' is not a regular expression: "
+            "missing ), unterminated subpattern at position 0; "
             "--topics '[' is not a regular expression: unterminated character set at position 0",
         ),
         (

@@ -73,7 +73,12 @@ def test_a_record_is_taken_alone_up_to_its_own_batch_size_and_refused_a_byte_abo
         errors: list = []
         p = clients.producer(west, **{"compression.type": "none"})
         p.produce(
-            topic, key=key, value=value, headers=headers, partition=0, on_delivery=lambda err, _msg: errors.append(err)
+            topic,
+            key=key,
+            value=value,
+            headers=headers,
+            partition=0,
+            on_delivery=lambda err, _msg, errors=errors: errors.append(err),
         )
         assert p.flush(30) == 0
         answers[limit] = errors[0] and errors[0].code()

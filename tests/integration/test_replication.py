@@ -132,7 +132,7 @@ def test_copy_flags_over_three_clusters(lab3, spark, tmp_path, topic_name):
     cfg3 = load_config(lab3.config_file)
     assert cfg3.distribution is not None and len(cfg3.clusters) == 3
     sent = []
-    for name, c in cfg3.clusters.items():
+    for c in cfg3.clusters.values():
         ensure_topic(clients.admin(c), topic_name, partitions=2)
     for name, c in cfg3.clusters.items():
         sent += produce_varied(c, topic_name, name, 60, 2)
@@ -245,10 +245,13 @@ def test_compacted_topic_with_offset_gaps_and_topic_configs(lab, lab_config, spa
     run_flow(JobOptions(config=str(config), flow="east_to_west", mode="incremental"), spark=spark)
     source = read_topic(east, topic_name)
     copied = read_topic(west, topic_name)
+
     # The target is compacted too (its configs came from the source), so superseded values may
     # be gone there as well: what must agree is the compacted view, the latest value per key,
     # and what was copied must be the source's records, in source order.
-    latest = lambda records: {r.key: r.value for r in records}
+    def latest(records):
+        return {r.key: r.value for r in records}
+
     assert latest(copied) == latest(source)
     copied_ids = [int(dict(r.headers)["dr.origin.offset"]) for r in copied]
     assert copied_ids == sorted(copied_ids)

@@ -290,16 +290,19 @@ def test_records_deleted_before_a_first_copy_are_counted_once_with_their_offsets
             again = copier.copy(_specs(topic_name, 2), until=lambda: True)
     finally:
         copier.close()
-    lost = lambda results: [
-        (r.partition, r.start, r.written, r.lost_to_retention, r.lost_first, r.lost_last) for r in results
-    ]
+
+    def lost(results):
+        return [(r.partition, r.start, r.written, r.lost_to_retention, r.lost_first, r.lost_last) for r in results]
+
     assert lost(first) == [(0, 4, 6, 4, 0, 3), (1, 3, 0, 3, 0, 2)]
     assert lost(again) == [(0, 10, 0, 0, None, None), (1, 3, 0, 0, None, None)]
     assert [
         r.getMessage().split(" (retention")[0] for r in caplog.records if r.name == "kafka_dr.kafka.first_run_gap"
     ] == [
-        f"flow east_to_west: east/{topic_name}[0] records 0..3 were deleted on the source before this flow first copied the partition",
-        f"flow east_to_west: east/{topic_name}[1] records 0..2 were deleted on the source before this flow first copied the partition",
+        f"flow east_to_west: east/{topic_name}[0] records 0..3 were deleted on the source "
+        f"before this flow first copied the partition",
+        f"flow east_to_west: east/{topic_name}[1] records 0..2 were deleted on the source "
+        f"before this flow first copied the partition",
     ]
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(4, 10)]
 

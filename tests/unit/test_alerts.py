@@ -14,10 +14,11 @@ import sys
 sys.modules["airflow"] = None  # importing anything from airflow now fails
 from kafka_dr.core.config_load import parse_config
 from kafka_dr.spark.job import alert_restart
-cfg = parse_config({"clusters": {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}},
+email = {"smtp_host": "127.0.0.1", "smtp_port": int(sys.argv[2]), "from": "dr@lab", "to": ["ops@lab"]}
+cfg = parse_config({"clusters": {"east": {"bootstrap_servers": "127.0.0.1:1"},
+                                 "west": {"bootstrap_servers": "127.0.0.1:2"}},
                     "flows": [{"source": "east", "target": "west"}],
-                    "alerts": {"webhook": {"url": sys.argv[1]},
-                               "email": {"smtp_host": "127.0.0.1", "smtp_port": int(sys.argv[2]), "from": "dr@lab", "to": ["ops@lab"]}}})
+                    "alerts": {"webhook": {"url": sys.argv[1]}, "email": email}})
 alert_restart(cfg, "east_to_west", "source cluster 'east' did not answer", 1, 5, 2.0)
 print("airflow" in [m.split(".")[0] for m in sys.modules if sys.modules[m] is not None])
 """

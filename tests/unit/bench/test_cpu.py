@@ -5,7 +5,8 @@ from kafka_dr.bench.report import flatten, table
 
 
 def test_cores_busy_own_stolen_and_idle_over_the_window():
-    # 2 s at 100 ticks/s: user 200, system 100, irq 10, softirq 10 -> 1.6 busy; idle 50 + iowait 10 -> 0.3; steal 20 -> 0.1
+    # 2 s at 100 ticks/s: user 200, system 100, irq 10, softirq 10 -> 1.6 busy;
+    # idle 50 + iowait 10 -> 0.3; steal 20 -> 0.1
     a = CpuSample(10.0, (1000, 0, 500, 9000, 100, 0, 0, 50), {11: 300, 12: 40})
     b = CpuSample(12.0, (1200, 0, 600, 9050, 110, 10, 10, 70), {11: 450, 12: 90, 13: 30})  # 13 started in the window
     f = window_figures(a, b, records=100_000, ticks=100)

@@ -164,7 +164,8 @@ def _round(rps, seconds, **extra):
 
 
 def test_backlog_rounds_pool_every_record_over_every_window_and_keep_each_rounds_rate():
-    # 1,000,000 records in 5 s, then 1,000,000 in 10 s (a slow round): 2,000,000 over 15 s, not the mean of 200,000 and 100,000
+    # 1,000,000 records in 5 s, then 1,000,000 in 10 s (a slow round): 2,000,000 over 15 s,
+    # not the mean of 200,000 and 100,000
     fast = _round(
         200_000, 5, cpu_busy_cores=2.0, cpu_own_cores=1.5, cpu_steal_cores=0.0, cpu_idle_cores=0.0, synced_mb=3
     )

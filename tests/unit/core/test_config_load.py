@@ -489,7 +489,7 @@ def test_cron_check_agrees_with_croniter():
     ]
     for expr in exprs:
         try:
-            parse_config(with_(base(), lambda d: d.update(schedules={"heartbeat": expr})))
+            parse_config(with_(base(), lambda d, expr=expr: d.update(schedules={"heartbeat": expr})))
             ours = True
         except ConfigError:
             ours = False
@@ -558,7 +558,8 @@ def test_copy_flags_coverage_duplicate():
     assert [(p.path, p.message) for p in ps] == [
         (
             "distribution.tree",
-            "cluster 'north' has 2 copy_flags flows into {east, west} (level 2): east, west; keep one or records arrive twice",
+            "cluster 'north' has 2 copy_flags flows into {east, west} (level 2): "
+            "east, west; keep one or records arrive twice",
         )
     ]
 

@@ -284,5 +284,6 @@ def test_coverage_problem_messages():
         ("north", "west"),
     ]
     assert tree.coverage_problems(flows) == [
-        "cluster 'north' has 2 copy_flags flows into {east, west} (level 2): east, west; keep one or records arrive twice"
+        "cluster 'north' has 2 copy_flags flows into {east, west} (level 2): "
+        "east, west; keep one or records arrive twice"
     ]

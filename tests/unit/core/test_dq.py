@@ -103,7 +103,8 @@ def test_failure_lines_name_the_check_the_partition_and_the_figures():
     )
     assert lines == [
         "counts_equal: flow east_to_west east/orders[3] -> west/orders[3]: source_count=60, target_count=58",
-        "topic_config_parity: topic configs flow east_to_west east/orders -> west/orders: differences=1 (retention.ms: target 1, source 2)",
+        "topic_config_parity: topic configs flow east_to_west east/orders -> west/orders: "
+        "differences=1 (retention.ms: target 1, source 2)",
         "no_missing: flow east_to_west east/orders[0] -> west/orders[0]: missing=1",
         "no_missing: flow east_to_west east/orders[1] -> west/orders[1]: missing=1",
         "no_missing: ... and 5 more row(s)",

@@ -216,8 +216,8 @@ def test_cascade_not_to_origin_triangle_duplicates_and_loops():
     assert {v.rule for v in vs} == {"cascade"}
     msgs = [v.message for v in vs]
     assert any(
-        "reach west 2 times: east/t -[east_to_west]-> west/t and east/t -[east_to_north]-> north/t -[north_to_west]-> west/t"
-        in m
+        "reach west 2 times: east/t -[east_to_west]-> west/t and "
+        "east/t -[east_to_north]-> north/t -[north_to_west]-> west/t" in m
         for m in msgs
     )
     assert any("(a loop)" in m for m in msgs)

@@ -82,7 +82,8 @@ def test_malformed_values_raise_naming_the_headers(key, bad):
         Provenance.from_headers(headers)
     msg = str(e.value)
     assert msg.startswith(
-        "malformed provenance headers ['dr.origin', 'dr.origin.offset', 'dr.origin.part', 'dr.origin.topic', 'dr.origin.ts']: "
+        "malformed provenance headers ['dr.origin', 'dr.origin.offset', 'dr.origin.part', "
+        "'dr.origin.topic', 'dr.origin.ts']: "
     ), msg
 
 

@@ -22,7 +22,10 @@ from kafka_dr.core.schema_registry import (
 )
 
 ORDERS_V1 = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}'
-ORDERS_V2 = '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"],"default":null}]}'
+ORDERS_V2 = (
+    '{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},'
+    '{"name":"note","type":["null","string"],"default":null}]}'
+)
 
 
 def skey(subject: str, version: int) -> bytes:
