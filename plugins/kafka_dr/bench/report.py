@@ -237,3 +237,12 @@ def table(flat: dict) -> str:
 
 def json_line(flat: dict) -> str:
     return json.dumps(flat, separators=(",", ":"), sort_keys=False)
+
+
+def failed(metrics, error: Exception, **known) -> dict:
+    """A phase that failed: every figure present (``None``), the error's first line kept."""
+    return {**{m: None for m in metrics}, **known, "error": (str(error).strip().splitlines() or [repr(error)])[0][:300]}
+
+
+def megabytes(b: int) -> int:
+    return int(round(b / 1e6))

@@ -51,14 +51,17 @@ from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench import disk, load
 from kafka_dr.bench.cpu import CpuWindow
+from kafka_dr.bench.latency import latency_rounds_phase, measure_latency
 from kafka_dr.bench.procmem import PeakRss
 from kafka_dr.bench.report import (
     BACKLOG_METRICS,
     LATENCY_METRICS,
     SYSTEMS,
     backlog_figures,
+    failed,
     flatten,
     latency_figures,
+    megabytes,
     round_schedule,
 )
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
@@ -67,11 +70,6 @@ from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.topics import delete_topics, ensure_topic
 
 log = logging.getLogger("kafka_dr.bench")
-
-
-def failed(metrics, error: Exception, **known) -> dict:
-    """A phase that failed: every figure present (``None``), the error's first line kept."""
-    return {**{m: None for m in metrics}, **known, "error": (str(error).strip().splitlines() or [repr(error)])[0][:300]}
 
 
 #: seconds of small transactions on the target before anything is measured (full runs)
@@ -118,10 +116,6 @@ def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
     return [makers[n]() for n in names]
 
 
-def _mb(b: int) -> int:
-    return int(round(b / 1e6))
-
-
 def backlog_phase(
     system: System, topic: str, partitions: int, size: int, source_ends: list[int], timeout: float
 ) -> dict:
@@ -151,7 +145,7 @@ def backlog_phase(
     return {
         **_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
         "startup_seconds": round(tl.first - started, 2),
-        "peak_rss_mb": _mb(peak),
+        "peak_rss_mb": megabytes(peak),
         **cpu.figures(tl.first, tl.done, sum(source_ends)),
     }
 
@@ -168,63 +162,6 @@ def _copy_figures(system: System, topic: str, partitions: int, size: int, record
         "copied": copied,
         "complete": copied == records,
     }
-
-
-def latency_phase(
-    system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float
-) -> dict:
-    """One round: the system started on a fresh ``topic``, measured, stopped; its samples
-    (``latencies``), ``sent`` and ``peak_rss_mb``."""
-    ensure_topic(AdminClient(client_config(system.source)), topic, partitions)
-    system.start(topic, partitions, continuous=True)
-    rss = PeakRss(system.pid).start()
-    try:
-        r = measure_latency(system, topic, partitions, rate, seconds, warmup, timeout)
-    finally:
-        system.stop()
-        peak = rss.stop()
-    r["peak_rss_mb"] = _mb(peak)
-    return r
-
-
-def measure_latency(
-    system: System, topic: str, partitions: int, rate: float, seconds: float, warmup: float, timeout: float
-) -> dict:
-    """Ping ``topic`` until the running system copies a record, then a steady load; the
-    samples in ms (``latencies``) and ``sent`` (``peak_rss_mb`` is filled in by the caller)."""
-    east, west = system.source, system.target
-    probe = load.ArrivalProbe(west, system.target_topic(topic), partitions)
-    steady = None
-    try:
-        load.wait_for_topic(west, system.target_topic(topic), timeout)
-        probe.start()
-        pinger = load.producer(east, **{"linger.ms": 0})
-        pings, deadline = 0, time.monotonic() + timeout
-        while probe.seen == 0:  # started and copying
-            if not system.alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"{system.name}: no record came through within {timeout:.0f}s")
-            pinger.produce(topic, key=b"ping", value=b"ping", partition=pings % partitions)
-            pinger.flush(10)
-            pings += 1
-            time.sleep(0.5)
-        steady = load.SteadyProducer(east, topic, partitions, rate)
-        steady.start()
-        time.sleep(warmup)
-        probe.since_ms = int(time.time() * 1000)
-        time.sleep(seconds)
-        steady.stop()
-        end = time.monotonic() + 90.0  # a slow micro-batch must not lose its samples
-        while probe.seen < pings + steady.sent and time.monotonic() < end:  # the tail
-            time.sleep(0.2)
-    except Exception as e:
-        raise RuntimeError(
-            f"{system.name}: latency on {topic}: {e}\n--- {system.name} log tail ---\n{system.log_tail()}"
-        ) from None
-    finally:
-        if steady is not None and steady.is_alive():
-            steady.stop()
-        probe.stop()
-    return {"latencies": probe.latencies, "sent": steady.sent, "peak_rss_mb": None}
 
 
 def one_start_phases(
@@ -297,7 +234,7 @@ def one_start_phases(
         for s in sys_objs:
             s.stop()
     for s in sys_objs:
-        peak = _mb(rss[s.name].stop()) if s.name in rss else None
+        peak = megabytes(rss[s.name].stop()) if s.name in rss else None
         for r in results[s.name].values():
             r["peak_rss_mb"] = peak
     return results
@@ -471,54 +408,6 @@ def backlog_rounds_phase(
                 f"CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores"
             )
     return {s.name: failures.get(s.name) or backlog_figures(done[s.name]) for s in sys_objs}
-
-
-def latency_rounds_phase(
-    sys_objs: list[System],
-    run: str,
-    partitions: int,
-    rate: int,
-    seconds: float,
-    warmup: float,
-    rounds: int,
-    timeout: float,
-    say=print,
-) -> dict[str, dict]:
-    """Every system's latency in ``rounds`` rounds of ``seconds / rounds`` each, in the order of
-    :func:`~kafka_dr.bench.report.round_schedule`, each round on a fresh topic after the page
-    cache was written out; the figures per system. A system whose round fails is not measured
-    again, and its figures carry the error."""
-    done: dict[str, list[dict]] = {s.name: [] for s in sys_objs}
-    failures: dict[str, dict] = {}
-    for i, order in enumerate(round_schedule(sys_objs, rounds)):
-        for s in order:
-            if s.name in failures:
-                continue
-            synced = disk.write_back()
-            try:
-                r = {
-                    **latency_phase(s, f"{run}.lat{i}.{s.name}", partitions, rate, seconds / rounds, warmup, timeout),
-                    "synced_mb": synced,
-                }
-            except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
-                failures[s.name] = failed(LATENCY_METRICS, e, synced_mb=synced)
-                say(f"[bench] {s.name:<8} latency round {i + 1}/{rounds}: FAILED: {failures[s.name]['error']}")
-                continue
-            done[s.name].append(r)
-            one = latency_figures([r])
-            say(
-                f"[bench] {s.name:<8} latency round {i + 1}/{rounds}: p50 {one['p50_ms']} ms, p99 {one['p99_ms']} ms "
-                f"({one['samples']:,} samples), peak RSS {one['peak_rss_mb']} MB, {synced} MB synced first"
-            )
-    out = {}
-    for s in sys_objs:
-        out[s.name] = r = failures.get(s.name) or latency_figures(done[s.name])
-        if s.name not in failures:
-            say(
-                f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms over {rounds} round(s) "
-                f"({r['samples']:,} samples), p99 by round {r['p99_ms_by_round']}"
-            )
-    return out
 
 
 @contextmanager

@@ -84,13 +84,13 @@ class TopicSelection:
     def selects(self, topic: str) -> bool:
         if any(re.fullmatch(p, topic) for p in self.deny):
             return False
-        named = any(p == topic or _literal(p) == topic for p in self.allow)
+        named = any(p == topic or literal_topic(p) == topic for p in self.allow)
         if not named and any(re.fullmatch(p, topic) for p in self.internal):
             return False
         return any(re.fullmatch(p, topic) for p in self.allow)
 
 
-def _literal(pattern: str) -> str | None:
+def literal_topic(pattern: str) -> str | None:
     """The one topic a pattern without metacharacters names (``mm2-offsets\\.x``), else None."""
     out, i = [], 0
     while i < len(pattern):

@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy, _literal
+from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy, literal_topic
 from kafka_dr.core.loop import Router, router_for
 
 #: cluster -> topic -> {"partitions": int, "configs": {name: value}}
@@ -167,7 +167,7 @@ def check_filter(ctx: _Ctx) -> list[Violation]:
         here, there = ctx.topics(flow.source), ctx.topics(flow.target)
         names = set(here) | set(there)
         for f in (*ctx.same_direction(flow), *reverse):
-            names |= {n for p in f.topics.allow if (n := _literal(p))}
+            names |= {n for p in f.topics.allow if (n := literal_topic(p))}
         for topic in sorted(names):
             if topic in here or ctx.is_remote(flow, topic):
                 continue  # existing on the source: the replicate rule's business
