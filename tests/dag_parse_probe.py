@@ -26,6 +26,7 @@ print(
                     "max_active_runs": dag.max_active_runs,
                     "tasks": {t.task_id: t.retries for t in dag.tasks},
                     "schedule": type(dag.timetable).__name__,
+                    "paused_upon_creation": dag.is_paused_upon_creation,
                 }
                 for dag_id, dag in bag.dags.items()
             },

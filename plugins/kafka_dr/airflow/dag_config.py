@@ -32,9 +32,14 @@ def kafka_dr_dag(
     **kwargs,
 ):
     """A kafka-dr DAG with the house settings: tagged ``kafka-dr``, retries by default, no
-    catch-up, one run at a time (every kafka-dr DAG is idempotent but not concurrent-safe)."""
+    catch-up, one run at a time (every kafka-dr DAG is idempotent but not concurrent-safe).
+    A DAG without a schedule only runs when triggered, so it is never paused: a trigger from
+    the REST API (a runbook, an incident bot) would otherwise queue forever."""
     import pendulum
     from airflow.sdk import DAG
+
+    if schedule is None:
+        kwargs.setdefault("is_paused_upon_creation", False)
 
     return DAG(
         dag_id=dag_id,

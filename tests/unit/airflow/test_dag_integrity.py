@@ -61,6 +61,14 @@ def test_every_dag_tagged_and_every_task_retries(parsed):
             assert retries >= 1, f"{dag_id}.{task_id} has no retries"
 
 
+def test_a_dag_that_only_runs_when_triggered_is_never_paused(parsed):
+    # A failover triggered through the REST API (a runbook, an incident bot) must run, not sit
+    # queued behind a pause nobody sees; scheduled DAGs follow Airflow's own setting.
+    manual = {d for d, dag in parsed["dags"].items() if dag["schedule"] == "NullTimetable"}
+    assert {"dr_failover", "dr_failback", "dr_preflight"} <= manual
+    assert {d: parsed["dags"][d]["paused_upon_creation"] for d in manual} == dict.fromkeys(manual, False)
+
+
 def test_parsing_imports_no_client_libraries(parsed):
     # Kafka, Spark and GX clients are imported inside tasks, never when a DAG file is parsed.
     assert parsed["heavy_modules"] == []
