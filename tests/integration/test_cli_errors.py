@@ -119,3 +119,14 @@ def test_a_runtime_failure_is_exit_1_with_one_line_and_the_traceback_only_with_d
     debug = run("failover", "--config", config, "--from", "east", "--to", "west", "--dry-run", "--debug", cwd=tmp_path)
     assert debug.returncode == 1 and "Traceback (most recent call last)" in debug.stderr
     assert last_line(debug) == last_line(proc)
+
+
+def test_airflow_env_puts_the_virtualenv_on_path(config, tmp_path):
+    # `airflow standalone` starts its parts as `airflow ...`: after the eval they must be found
+    # in this virtualenv even from a shell that never activated it.
+    script = f'eval "$({KAFKA_DR} airflow env --config {config} --home {tmp_path / "af"})"; command -v airflow'
+    proc = subprocess.run(
+        ["bash", "-c", script], capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(Path(sys.executable).with_name("airflow"))

@@ -76,6 +76,8 @@ def airflow_env(a: argparse.Namespace) -> int:
     home = a.home or lab.root / "airflow"
     for key, value in env(home, path, load_config(path)).items():
         print(f"export {key}={shlex.quote(value)}")
+    # Airflow starts its own parts (``airflow standalone``) as ``airflow ...`` from PATH.
+    print(f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"')
     pw = ensure_login(home)
     print(f"# Airflow login: user {LAB_USER!r}, password in {pw} (key {LAB_USER!r})", file=sys.stderr)
     return 0
