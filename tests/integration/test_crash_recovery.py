@@ -20,32 +20,17 @@ from kafka_checks import check_replica, read_sent, read_topic
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
+from kafka_dr.lab.drill import replicate_command
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
-REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
 def spark_submit(config: Path, flow: str, mode: str, log: Path) -> subprocess.Popen:
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable}
     return subprocess.Popen(
-        [
-            str(BIN / "spark-submit"),
-            "--master",
-            "local[2,4]",
-            "--conf",
-            "spark.ui.enabled=false",
-            str(REPO / "spark_jobs" / "replicate.py"),
-            "--config",
-            str(config),
-            "--flow",
-            flow,
-            "--mode",
-            mode,
-            "--trigger-seconds",
-            "0.5",
-        ],
+        replicate_command(config, flow, mode),
         stdout=open(log, "ab"),
         stderr=subprocess.STDOUT,
         env=env,

@@ -106,6 +106,17 @@ class SteadyProducer(threading.Thread):
         self.join(330)
 
 
+def replicate_command(config: Path, flow: str, mode: str) -> list[str]:
+    """The drills' spark-submit of the replication job: local[2,4] (a failed task is retried,
+    as on a cluster), no Spark UI, a 0.5 s trigger."""
+    return [
+        str(BIN / "spark-submit"),
+        *("--master", "local[2,4]", "--conf", "spark.ui.enabled=false"),
+        str(REPO / "spark_jobs" / "replicate.py"),
+        *("--config", str(config), "--flow", flow, "--mode", mode, "--trigger-seconds", "0.5"),
+    ]
+
+
 class Job:
     """The replication job as a spark-submit process (its own process group: kill -9 takes
     the JVM and its Python workers together, as a crash of the job's host would)."""
@@ -123,20 +134,7 @@ class Job:
         self.log = log
         self.proc = subprocess.Popen(
             [
-                str(BIN / "spark-submit"),
-                "--master",
-                "local[2,4]",
-                "--conf",
-                "spark.ui.enabled=false",
-                str(REPO / "spark_jobs" / "replicate.py"),
-                "--config",
-                str(config),
-                "--flow",
-                flow,
-                "--mode",
-                mode,
-                "--trigger-seconds",
-                "0.5",
+                *replicate_command(config, flow, mode),
                 "--max-restarts",
                 str(max_restarts),
                 "--stop-file",
