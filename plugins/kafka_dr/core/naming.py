@@ -137,6 +137,18 @@ class InternalNames:
             raise ValueError(f"unknown reader {purpose!r} (known: {', '.join(READERS)})")
         return f"{self.prefix}.{purpose}"
 
+    # --- transient flows (their names key the progress group and transactional ids) ---------
+
+    @staticmethod
+    def reseed_flow(survivor: str, recovered: str) -> str:
+        """The failback's seed flow that copies everything onto a rebuilt cluster."""
+        return f"reseed_{survivor}_to_{recovered}"
+
+    @staticmethod
+    def failback_flow(survivor: str, recovered: str) -> str:
+        """The failback's transient flow that brings a survivor's outage writes back."""
+        return f"failback_{survivor}_to_{recovered}"
+
     # --- transactional ids ------------------------------------------------------------------
 
     def transactional_id(self, flow: str, source_topic: str, partition: int) -> str:

@@ -14,7 +14,7 @@ from kafka_dr.kafka.copy_spec import RangeSpec, Reseed
 from kafka_dr.kafka.planner import FlowPlanner
 from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.topics import ensure_topic
-from kafka_dr.workflows.failback_flows import FailbackRun, back_flow_name
+from kafka_dr.workflows.failback_flows import FailbackRun
 from kafka_dr.workflows.failback_handover import hand_over_seed
 
 MAX_ROUNDS = 20
@@ -97,7 +97,9 @@ def _plans(run: FailbackRun) -> list[tuple[FlowConfig, dict]]:
         window = lambda ts: in_window(ts, run.since_ms, run.until_ms)  # noqa: E731
     back = run.back_flow()
     plans = [(f, {}) for f in run.flows(recovered, survivor)]
-    plans.append((back, {"keep_timestamp": window} if back.name == back_flow_name(survivor, recovered) else {}))
+    plans.append(
+        (back, {"keep_timestamp": window} if back.name == cfg.names.failback_flow(survivor, recovered) else {})
+    )
     return plans
 
 

@@ -11,14 +11,6 @@ from kafka_dr.core.failback import RESEED, FailbackRefused, narrowed, transient_
 from kafka_dr.kafka.clients import SecretResolver
 
 
-def seed_flow_name(survivor: str, recovered: str) -> str:
-    return f"reseed_{survivor}_to_{recovered}"
-
-
-def back_flow_name(survivor: str, recovered: str) -> str:
-    return f"failback_{survivor}_to_{recovered}"
-
-
 @dataclass(frozen=True)
 class FailbackRun:
     """What one failback was asked to do; every step takes it.
@@ -73,7 +65,7 @@ class FailbackRun:
                 f"{self.survivor} -> {self.recovered} flow needs provenance (same topic names)"
             )
         return transient_flow(
-            back_flow_name(self.survivor, self.recovered), self.survivor, self.recovered, self.selection()
+            self.cfg.names.failback_flow(self.survivor, self.recovered), self.survivor, self.recovered, self.selection()
         )
 
     def seed_flow(self) -> FlowConfig:
@@ -91,7 +83,9 @@ class FailbackRun:
         if self.cfg.schema_mirror is not None:
             registry = self.cfg.cluster(self.survivor).schema_registry.topic
             sel = replace(sel, allow=(*sel.allow, re.escape(registry)))
-        return transient_flow(seed_flow_name(self.survivor, self.recovered), self.survivor, self.recovered, sel)
+        return transient_flow(
+            self.cfg.names.reseed_flow(self.survivor, self.recovered), self.survivor, self.recovered, sel
+        )
 
     def copied_flow(self) -> FlowConfig:
         """The flow whose topics the gate compares and whose groups move back: the seed flow of a

@@ -138,6 +138,8 @@ def test_every_internal_name_starts_with_the_prefix():
     assert names.transactional_id("east_to_west", "orders", 3) == "_kafka_dr.east_to_west.orders.3"
     assert names.task_transactional_id("east_to_west") == "_kafka_dr.east_to_west.task"
     assert names.is_internal("_kafka_dr.state") and not names.is_internal("orders")
+    assert names.reseed_flow("west", "east") == "reseed_west_to_east"
+    assert names.failback_flow("west", "east") == "failback_west_to_east"
 
 
 def test_a_task_id_never_equals_a_partition_id():
