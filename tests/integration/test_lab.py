@@ -4,13 +4,16 @@ stop and start with their data, and go away completely on ``down --wipe``."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import ensure_topic, partition_count
@@ -97,7 +100,7 @@ def test_stop_and_start_one_cluster_keeps_its_data(lab, lab_config, topic_name):
 
 
 def test_unknown_cluster_is_named(lab):
-    with pytest.raises(LabError, match="no lab cluster named 'eest'.*east, west"):
+    with pytest.raises(LabError, match="no lab cluster or broker named 'eest'.*east, west"):
         lab.stop("eest")
 
 
@@ -113,3 +116,82 @@ def test_down_wipe_leaves_nothing_running(tmp_path):
     assert out.returncode == 0, out.stderr
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     assert not lab.root.exists()
+
+
+def _lab_cli(lab_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([KAFKA_DR, "lab", *args, "--dir", str(lab_dir)], capture_output=True, text=True, timeout=180)
+
+
+def _cluster_row(status_out: str) -> tuple[str, int, int]:
+    """``lab status`` of a three-broker ``east``: its state, under-replicated and offline partitions."""
+    m = re.search(r"^east +3 brokers +(\w+) +\d+ +(\d+) +(\d+) ", status_out, re.M)
+    assert m, status_out
+    return m[1], int(m[2]), int(m[3])
+
+
+def _wait_status(lab_dir: Path, what: str, ok, timeout: float = 60) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        out = _lab_cli(lab_dir, "status")
+        if ok(out.returncode, *_cluster_row(out.stdout)):
+            return out.stdout
+        assert time.monotonic() < deadline, f"lab status never showed {what}:\n{out.stdout}"
+        time.sleep(1)
+
+
+def test_three_broker_cluster_rides_out_a_broker_crash(tmp_path):
+    """One cluster of three brokers through the command line, as a user drives it: a crashed
+    broker leaves its partitions under-replicated while transactions and acks=all writes go
+    on; started again, it catches up. A lab of its own, beside the session's."""
+    lab_dir = tmp_path / "lab3b"
+    base = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092")) + 1200
+    topic = f"t.brokers.{uuid.uuid4().hex[:6]}"
+    try:
+        up = _lab_cli(lab_dir, "up", "--clusters", "1", "--brokers", "3", "--base-port", str(base))
+        assert up.returncode == 0, up.stdout + up.stderr
+        status = _lab_cli(lab_dir, "status")
+        assert status.returncode == 0 and _cluster_row(status.stdout) == ("healthy", 0, 0), status.stdout
+        for n in (1, 2, 3):
+            assert re.search(rf"^  east-{n} +127\.0\.0\.1:{base + 10 * (n - 1)} +\d+ +healthy$", status.stdout, re.M)
+        east = load_config(lab_dir / "kafka-dr.yaml").cluster("east")
+        admin = clients.admin(east)
+        ensure_topic(admin, topic, partitions=3)
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        assert {len(p.replicas) for p in partitions.values()} == {3}, "RF 3 by default"
+        txn = clients.producer(east, **{"transactional.id": f"lab-brokers-{topic}"})
+        txn.init_transactions(30)
+        acks_all = clients.producer(east, acks="all")
+        _write(txn, acks_all, topic, "before")
+
+        victim = f"east-{partitions[0].leader}"  # the leader of partition 0
+        assert _lab_cli(lab_dir, "kill", victim).stdout.strip() == f"killed {victim}"
+        _wait_status(lab_dir, "under-replicated partitions", lambda rc, state, under, _off: rc == 1 and under > 0)
+        _write(txn, acks_all, topic, "during")
+
+        assert _lab_cli(lab_dir, "start", victim).stdout.strip() == f"started {victim}"
+        _wait_status(lab_dir, "every partition in sync", lambda rc, state, under, off: rc == 0 and under == off == 0)
+        c = clients.consumer(east, group_id="test-brokers")
+        try:
+            got = read_partitions(c, topic, [0, 1, 2])
+        finally:
+            c.close()
+        assert sorted(r.value for r in got) == sorted(
+            f"{phase}-{how}-{i}".encode() for phase in ("before", "during") for how in ("txn", "acks") for i in range(6)
+        )
+    finally:
+        down = _lab_cli(lab_dir, "down", "--wipe")
+        assert down.returncode == 0, down.stderr
+
+
+def _write(txn, acks_all, topic: str, phase: str) -> None:
+    """Six records in one transaction and six with acks=all, two per partition; every one acknowledged."""
+    txn.begin_transaction()
+    for i in range(6):
+        txn.produce(topic, value=f"{phase}-txn-{i}".encode(), partition=i % 3)
+    txn.commit_transaction(60)
+    failed = []
+    for i in range(6):
+        acks_all.produce(
+            topic, value=f"{phase}-acks-{i}".encode(), partition=i % 3, on_delivery=lambda e, _m: e and failed.append(e)
+        )
+    assert acks_all.flush(60) == 0 and not failed, failed

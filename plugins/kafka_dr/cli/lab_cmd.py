@@ -19,10 +19,16 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     up = ls.add_parser("up", help="start the clusters (idempotent) and write the lab config", parents=[common])
     up.add_argument("--clusters", type=int, default=2, help="how many clusters (default 2: east, west)")
     up.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="brokers per cluster, 1-5 (default 1); brokers are named east-1, east-2... and form one KRaft quorum",
+    )
+    up.add_argument(
         "--base-port",
         type=int,
         default=None,
-        help="first broker port; cluster i uses base+100*i (default $KAFKA_DR_LAB_BASE_PORT or 19092)",
+        help="first broker port; broker j of cluster i uses base+100*i+10*j (default $KAFKA_DR_LAB_BASE_PORT or 19092)",
     )
     up.add_argument(
         "--secure",
@@ -31,26 +37,33 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     )
     down = ls.add_parser("down", help="stop every lab broker this lab started", parents=[common])
     down.add_argument("--wipe", action="store_true", help="also delete the lab folder and its data")
-    ls.add_parser("status", help="show each cluster's state (exit 0 only when every cluster answers)", parents=[common])
+    ls.add_parser(
+        "status",
+        help="show each broker's state and each cluster's partition health (exit 0 only when every broker answers)",
+        parents=[common],
+    )
     for verb, text in (
-        ("stop", "stop one cluster, keeping its data"),
-        ("start", "start one stopped cluster"),
-        ("kill", "SIGKILL one cluster's broker"),
+        ("stop", "stop a cluster (all its brokers) or one broker, keeping the data"),
+        ("start", "start a stopped cluster or broker; waits until it is back in the cluster's metadata"),
+        ("kill", "SIGKILL a cluster's brokers or one broker (a crash)"),
     ):
         p = ls.add_parser(verb, help=text, parents=[common])
-        p.add_argument("cluster")
+        p.add_argument("name", metavar="cluster|broker", help="a cluster (east) or one of its brokers (east-2)")
     lab.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import InvalidInput
     from kafka_dr.lab.lab import Lab
+    from kafka_dr.lab.topology import MAX_BROKERS, find_named
 
     lab = Lab(args.dir)
     if args.lab_cmd == "up":
         if args.clusters < 1:
             raise InvalidInput([f"--clusters {args.clusters}: must be at least 1"])
-        path = lab.up(count=args.clusters, base_port=args.base_port, secure=args.secure)
+        if not 1 <= args.brokers <= MAX_BROKERS:
+            raise InvalidInput([f"--brokers {args.brokers}: must be between 1 and {MAX_BROKERS}"])
+        path = lab.up(count=args.clusters, base_port=args.base_port, secure=args.secure, brokers=args.brokers)
         print_status(lab)
         print(f"\nlab config: {path}")
         if args.secure:
@@ -67,29 +80,48 @@ def run(args: argparse.Namespace) -> int:
             return 1
         return 0 if print_status(lab) else 1
     else:
-        known = [c.name for c in lab.clusters()]
-        if args.cluster not in known:
+        if find_named(lab.clusters(), args.name) is None:
             raise InvalidInput(
-                [f"no cluster named {args.cluster!r} in the lab in {lab.root} (clusters: {', '.join(known) or 'none'})"]
+                [f"no cluster or broker named {args.name!r} in the lab in {lab.root} (known: {lab.names() or 'none'})"]
             )
-        getattr(lab, args.lab_cmd)(args.cluster)
+        getattr(lab, args.lab_cmd)(args.name)
         print(
             {
-                "stop": f"stopped {args.cluster} (data kept)",
-                "start": f"started {args.cluster}",
-                "kill": f"killed {args.cluster}",
+                "stop": f"stopped {args.name} (data kept)",
+                "start": f"started {args.name}",
+                "kill": f"killed {args.name}",
             }[args.lab_cmd]
         )
     return 0
 
 
 def print_status(lab) -> bool:
-    rows = lab.status()
-    print(f"{'cluster':<10}{'bootstrap':<18}{'pid':<9}{'state':<10}{'topics':<8}cluster id")
-    for r in rows:
-        state = "healthy" if r.answering else ("starting" if r.running else "stopped")
-        print(
-            f"{r.name:<10}{r.bootstrap:<18}{r.pid or '-':<9}{state:<10}"
-            f"{'' if r.topics is None else r.topics:<8}{r.cluster_id or '-'}"
-        )
-    return all(r.answering for r in rows)
+    """One row per broker; a cluster of several brokers first gets a row of its own. The
+    cluster's columns (topics, under-replicated and offline partitions, id) are on the
+    cluster's row, which for a one-broker cluster is its broker's. True when every broker answers."""
+    clusters = lab.cluster_status()
+    print(_row("name", "address", "pid", "state", ("topics", "under-replicated", "offline", "cluster id")))
+    for c in clusters:
+        figures = tuple("-" if v is None else v for v in (c.topics, c.under_replicated, c.offline, c.cluster_id))
+        if len(c.brokers) == 1:
+            b = c.brokers[0]
+            print(_row(b.name, b.bootstrap, b.pid or "-", _state(b), figures))
+            continue
+        up = sum(b.answering for b in c.brokers)
+        state = "healthy" if up == len(c.brokers) else ("degraded" if up else "down")
+        print(_row(c.name, f"{len(c.brokers)} brokers", "", state, figures))
+        for b in c.brokers:
+            print(_row(f"  {b.name}", b.bootstrap, b.pid or "-", _state(b)))
+    return all(c.answering for c in clusters)
+
+
+def _row(name, address, pid, state, cluster: tuple = ()) -> str:
+    row = f"{name:<12}{address:<18}{pid:<9}{state:<10}"
+    if cluster:
+        topics, under, offline, cluster_id = cluster
+        row += f"{topics:<8}{under:<18}{offline:<9}{cluster_id}"
+    return row.rstrip()
+
+
+def _state(b) -> str:
+    return "healthy" if b.answering else ("starting" if b.running else "stopped")

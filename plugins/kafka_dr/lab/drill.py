@@ -459,7 +459,7 @@ def run_drill(
     lab.down(wipe=True)
     lab.up(count=2, base_port=base_port, proxied=("west",))
     west = next(c for c in lab.clusters() if c.name == "west")
-    proxy = TcpProxy(west.proxy_port, west.port).start()
+    proxy = TcpProxy.for_cluster(west).start()
     drill = Drill(lab, lab.root / "runs", say=say, proxy=proxy)
     results = []
     try:

@@ -3,6 +3,11 @@
 Two clusters replicate active/active with the ``provenance`` loop policy. Three or more are
 laid out as a balanced distribution tree with ``copy_flags`` flows (one per cluster per level
 above it), so the N-cluster features have a lab to run on.
+
+Each cluster has one to five brokers. Broker j (0-based) of cluster i listens on
+base+100*i+10*j (controller +1, internal +2; proxied clients at base+100*i+50+10*j), so the
+first broker of every cluster keeps the ports of a one-broker lab. A one-broker cluster's
+broker is named like the cluster (``east``); the brokers of a larger one ``east-1``, ``east-2``...
 """
 
 from __future__ import annotations
@@ -15,9 +20,41 @@ import yaml
 CLUSTER_NAMES = ("east", "west", "north", "south", "central", "edge")
 
 
+MAX_BROKERS = 5  #: broker j uses ports +10*j: five fit below the proxy ports (+50) of the first
+
+
+@dataclass(frozen=True)
+class LabBroker:
+    """One broker (a combined KRaft broker and controller node) of a lab cluster."""
+
+    cluster: str
+    name: str
+    node_id: int
+    port: int
+    controller_port: int
+    secure: bool = False
+    proxy_port: int | None = None
+
+    @property
+    def internal_port(self) -> int | None:
+        return self.port + 2 if (self.secure or self.proxy_port) else None
+
+    @property
+    def address(self) -> str:
+        """Where clients reach this broker: its advertised client listener (the proxy, if any)."""
+        return f"127.0.0.1:{self.proxy_port or self.port}"
+
+    @property
+    def direct(self) -> str:
+        """Where the lab itself checks the broker: plaintext, past any proxy."""
+        return f"127.0.0.1:{self.internal_port or self.port}"
+
+
 @dataclass(frozen=True)
 class LabCluster:
-    """One lab cluster. ``port`` is the client listener (SASL_SSL when ``secure``).
+    """One lab cluster of ``brokers`` nodes; ``port``, ``controller_port`` and ``proxy_port``
+    are its first broker's, the others' follow from them (:attr:`nodes`). ``port`` is the
+    client listener (SASL_SSL when ``secure``).
 
     ``proxy_port``: clients are told (advertised listener) to reach the broker there, where a
     test's TCP proxy forwards to ``port``; cutting the proxy cuts the network for every client.
@@ -30,26 +67,52 @@ class LabCluster:
     controller_port: int
     secure: bool = False
     proxy_port: int | None = None
+    brokers: int = 1
+
+    @property
+    def nodes(self) -> tuple[LabBroker, ...]:
+        return tuple(
+            LabBroker(
+                self.name,
+                self.name if self.brokers == 1 else f"{self.name}-{j + 1}",
+                j + 1,
+                self.port + 10 * j,
+                self.controller_port + 10 * j,
+                self.secure,
+                self.proxy_port + 10 * j if self.proxy_port else None,
+            )
+            for j in range(self.brokers)
+        )
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.proxy_port or self.port}"
+        return ",".join(b.address for b in self.nodes)
 
     @property
     def internal_port(self) -> int | None:
-        return self.port + 2 if (self.secure or self.proxy_port) else None
+        return self.nodes[0].internal_port
 
     @property
     def direct(self) -> str:
-        """Where the lab itself checks the broker: plaintext, past any proxy."""
-        return f"127.0.0.1:{self.internal_port or self.port}"
+        """Where the lab itself checks the cluster: plaintext, past any proxy."""
+        return ",".join(b.direct for b in self.nodes)
+
+    @property
+    def voters(self) -> str:
+        """``controller.quorum.voters``: every node of the cluster is a static voter."""
+        return ",".join(f"{b.node_id}@127.0.0.1:{b.controller_port}" for b in self.nodes)
 
 
-def lab_clusters(count: int, base_port: int, secure: bool = False, proxied: tuple[str, ...] = ()) -> list[LabCluster]:
+def lab_clusters(
+    count: int, base_port: int, secure: bool = False, proxied: tuple[str, ...] = (), brokers: int = 1
+) -> list[LabCluster]:
     """Cluster i listens on base+100*i (controller +1, internal +2); a proxied cluster's
-    clients are sent to base+100*i+50, where the test's proxy listens."""
+    clients are sent to base+100*i+50, where the test's proxy listens. Its further brokers
+    follow 10 ports apart."""
     if not 1 <= count <= len(CLUSTER_NAMES):
         raise ValueError(f"--clusters must be between 1 and {len(CLUSTER_NAMES)}, got {count}")
+    if not 1 <= brokers <= MAX_BROKERS:
+        raise ValueError(f"--brokers must be between 1 and {MAX_BROKERS}, got {brokers}")
     return [
         LabCluster(
             name,
@@ -57,9 +120,26 @@ def lab_clusters(count: int, base_port: int, secure: bool = False, proxied: tupl
             base_port + 100 * i + 1,
             secure,
             base_port + 100 * i + 50 if name in proxied else None,
+            brokers,
         )
         for i, name in enumerate(CLUSTER_NAMES[:count])
     ]
+
+
+def known_names(clusters: list[LabCluster]) -> str:
+    """The names a lab verb takes, for an error line: ``east, west`` or ``east (east-1, east-2), ...``."""
+    return ", ".join(c.name if c.brokers == 1 else f"{c.name} ({', '.join(b.name for b in c.nodes)})" for c in clusters)
+
+
+def find_named(clusters: list[LabCluster], name: str) -> tuple[LabCluster, tuple[LabBroker, ...]] | None:
+    """A cluster name means all its brokers; a broker name that one broker; None if unknown."""
+    for c in clusters:
+        if c.name == name:
+            return c, c.nodes
+        for b in c.nodes:
+            if b.name == name:
+                return c, (b,)
+    return None
 
 
 #: environment variables the secure lab's config refers to (values in <lab>/secrets.env)

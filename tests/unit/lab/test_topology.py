@@ -6,7 +6,17 @@ import pytest
 
 from kafka_dr.core.config import LoopPolicy
 from kafka_dr.core.config_load import parse_config, parse_config_text
-from kafka_dr.lab.topology import CLUSTER_NAMES, balanced_tree, lab_clusters, lab_config, lab_config_yaml, tree_flows
+from kafka_dr.lab.topology import (
+    CLUSTER_NAMES,
+    MAX_BROKERS,
+    balanced_tree,
+    find_named,
+    known_names,
+    lab_clusters,
+    lab_config,
+    lab_config_yaml,
+    tree_flows,
+)
 
 
 def test_lab_clusters_ports():
@@ -99,3 +109,49 @@ def test_secure_and_proxied_clusters_get_an_internal_listener_and_advertise_the_
         "client" not in plain["clusters"]["east"]
         and plain["clusters"]["east"]["bootstrap_servers"] == "127.0.0.1:40000"
     )
+
+
+def test_brokers_of_a_cluster_are_ten_ports_apart_and_the_first_keeps_the_cluster_ports():
+    east, west = lab_clusters(2, 19000, brokers=3)
+    assert [(b.name, b.node_id, b.port, b.controller_port, b.address) for b in west.nodes] == [
+        ("west-1", 1, 19100, 19101, "127.0.0.1:19100"),
+        ("west-2", 2, 19110, 19111, "127.0.0.1:19110"),
+        ("west-3", 3, 19120, 19121, "127.0.0.1:19120"),
+    ]
+    assert (east.port, east.controller_port) == (19000, 19001)
+    assert east.bootstrap == "127.0.0.1:19000,127.0.0.1:19010,127.0.0.1:19020"
+    assert east.voters == "1@127.0.0.1:19001,2@127.0.0.1:19011,3@127.0.0.1:19021"
+    assert parse_config(lab_config([east, west], {})).cluster("east").bootstrap_servers == east.bootstrap
+
+
+def test_a_one_broker_cluster_has_one_broker_named_like_it():
+    (east,) = lab_clusters(1, 19000)
+    assert [(b.name, b.port, b.controller_port) for b in east.nodes] == [("east", 19000, 19001)]
+    assert (east.bootstrap, east.direct, east.voters) == ("127.0.0.1:19000", "127.0.0.1:19000", "1@127.0.0.1:19001")
+
+
+def test_proxied_brokers_are_advertised_at_their_own_proxy_ports():
+    (east,) = lab_clusters(1, 40000, proxied=("east",), brokers=3)
+    assert [(b.address, b.direct, b.internal_port) for b in east.nodes] == [
+        ("127.0.0.1:40050", "127.0.0.1:40002", 40002),
+        ("127.0.0.1:40060", "127.0.0.1:40012", 40012),
+        ("127.0.0.1:40070", "127.0.0.1:40022", 40022),
+    ]
+    assert east.bootstrap == "127.0.0.1:40050,127.0.0.1:40060,127.0.0.1:40070"
+
+
+@pytest.mark.parametrize("brokers", [0, MAX_BROKERS + 1])
+def test_broker_count_is_checked(brokers):
+    with pytest.raises(ValueError, match=f"--brokers must be between 1 and 5, got {brokers}"):
+        lab_clusters(2, 19000, brokers=brokers)
+
+
+def test_a_cluster_name_means_all_its_brokers_and_a_broker_name_one():
+    clusters = lab_clusters(2, 19000, brokers=3)
+    east, west = clusters
+    assert find_named(clusters, "east") == (east, east.nodes)
+    assert find_named(clusters, "west-2") == (west, (west.nodes[1],))
+    assert find_named(clusters, "east-4") is None and find_named(clusters, "eest") is None
+    assert known_names(clusters) == "east (east-1, east-2, east-3), west (west-1, west-2, west-3)"
+    assert known_names(lab_clusters(2, 19000)) == "east, west"
+    assert find_named(lab_clusters(2, 19000), "east-1") is None

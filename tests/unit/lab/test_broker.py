@@ -1,0 +1,76 @@
+"""A lab broker's server.properties: listeners per broker, the quorum, replication by broker count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_dr.lab.broker import replication_properties, server_properties
+from kafka_dr.lab.topology import lab_clusters
+
+
+def _props(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def test_one_broker_keeps_every_replication_factor_at_one():
+    (east,) = lab_clusters(1, 19092)
+    props = _props(server_properties(east, east.nodes[0], Path("/lab/clusters/east/data")))
+    assert props == {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": "1@127.0.0.1:19093",
+        "listeners": "PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093",
+        "advertised.listeners": "PLAINTEXT://127.0.0.1:19092",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": "/lab/clusters/east/data",
+        "num.partitions": "1",
+        "default.replication.factor": "1",
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "8",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "8",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "log.cleaner.backoff.ms": "1000",
+        "log.retention.check.interval.ms": "5000",
+    }
+
+
+def test_three_brokers_are_one_quorum_with_rf3_and_min_isr2():
+    (east,) = lab_clusters(1, 40000, brokers=3)
+    props = _props(server_properties(east, east.nodes[1], Path("/lab/clusters/east-2/data")))
+    assert props["node.id"] == "2"
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:40001,2@127.0.0.1:40011,3@127.0.0.1:40021"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:40010,CONTROLLER://127.0.0.1:40011"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:40010"
+    assert {k: props[k] for k in props if "replication" in k or "isr" in k or "insync" in k} == {
+        "default.replication.factor": "3",
+        "min.insync.replicas": "2",
+        "offsets.topic.replication.factor": "3",
+        "transaction.state.log.replication.factor": "3",
+        "transaction.state.log.min.isr": "2",
+        "share.coordinator.state.topic.replication.factor": "3",
+        "share.coordinator.state.topic.min.isr": "2",
+    }
+
+
+@pytest.mark.parametrize(("brokers", "rf", "isr"), [(2, "2", "1"), (5, "3", "2")])
+def test_replication_follows_the_broker_count(brokers, rf, isr):
+    props = _props(replication_properties(brokers))
+    assert (props["default.replication.factor"], props["min.insync.replicas"]) == (rf, isr)
+    assert (props["transaction.state.log.replication.factor"], props["transaction.state.log.min.isr"]) == (rf, isr)
+
+
+def test_a_proxied_broker_advertises_its_own_proxy_port_and_listens_internally():
+    (east,) = lab_clusters(1, 40000, proxied=("east",), brokers=3)
+    props = _props(server_properties(east, east.nodes[2], Path("/d")))
+    assert props["listeners"] == ("CLIENT://127.0.0.1:40020,INTERNAL://127.0.0.1:40022,CONTROLLER://127.0.0.1:40021")
+    assert props["advertised.listeners"] == "CLIENT://127.0.0.1:40070,INTERNAL://127.0.0.1:40022"
+    assert props["inter.broker.listener.name"] == "INTERNAL"
