@@ -94,6 +94,16 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr lab kill east": Check(RUN, r"^killed east$"),
     ".venv/bin/kafka-dr lab down": Check(RUN, r"^lab stopped: .*/\.lab$"),
     ".venv/bin/kafka-dr lab down --wipe": Check(RUN, r"^lab stopped and wiped: .*/\.lab$"),
+    # docs/operations.md: a cluster of three brokers, one of them crashed and started again
+    ".venv/bin/kafka-dr lab up --clusters 1 --brokers 3 --dir .lab-brokers --base-port 19792": Check(
+        RUN, r"^use it: +export KAFKA_DR_CONFIG=.*/\.lab-brokers/kafka-dr\.yaml$"
+    ),
+    ".venv/bin/kafka-dr lab kill east-2 --dir .lab-brokers": Check(RUN, r"^killed east-2$"),
+    ".venv/bin/kafka-dr lab status --dir .lab-brokers": Check(
+        RUN, r"^  east-3 +127\.0\.0\.1:19812 +\d+ +healthy$", exit_code=1
+    ),
+    ".venv/bin/kafka-dr lab start east-2 --dir .lab-brokers": Check(RUN, r"^started east-2$"),
+    ".venv/bin/kafka-dr lab down --wipe --dir .lab-brokers": Check(RUN, r"^lab stopped and wiped: .*/\.lab-brokers$"),
     'eval "$(.venv/bin/kafka-dr airflow env)"': Check(SESSION),
     ".venv/bin/airflow db migrate": Check(RUN, r"Database migration done!"),
     ".venv/bin/airflow dags test dr_cluster_health": Check(

@@ -24,7 +24,7 @@ from documented_commands import COMMANDS, REPO, RUN, SESSION, documented
 pytestmark = pytest.mark.lab
 
 #: the order a user meets them in: the lab, the demo, replication, Airflow, failover, the lab
-#: verbs, a three-cluster lab, then the secure lab of docs/reliability.md
+#: verbs, a cluster of three brokers, a three-cluster lab, then the secure lab of docs/reliability.md
 ORDER = [
     ".venv/bin/kafka-dr lab up",
     ".venv/bin/kafka-dr lab status",
@@ -43,6 +43,11 @@ ORDER = [
     ".venv/bin/kafka-dr lab kill east",
     ".venv/bin/kafka-dr lab down",
     ".venv/bin/kafka-dr lab down --wipe",
+    ".venv/bin/kafka-dr lab up --clusters 1 --brokers 3 --dir .lab-brokers --base-port 19792",
+    ".venv/bin/kafka-dr lab kill east-2 --dir .lab-brokers",
+    ".venv/bin/kafka-dr lab status --dir .lab-brokers",
+    ".venv/bin/kafka-dr lab start east-2 --dir .lab-brokers",
+    ".venv/bin/kafka-dr lab down --wipe --dir .lab-brokers",
     ".venv/bin/kafka-dr lab up --clusters 3",
     ".venv/bin/kafka-dr lab up --secure --dir .lab-secure --base-port 19592",
     ".venv/bin/kafka-dr replicate --flow east_to_west --mode incremental",
@@ -58,7 +63,7 @@ KAFKA_DR = str(REPO / ".venv" / "bin" / "kafka-dr")
 
 
 def _wipe_labs(root: Path, env: dict) -> None:
-    for lab in (".lab", ".lab-secure"):
+    for lab in (".lab", ".lab-secure", ".lab-brokers"):
         if (root / lab).exists():
             subprocess.run(
                 [KAFKA_DR, "lab", "--dir", str(root / lab), "down", "--wipe"],

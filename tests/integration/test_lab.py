@@ -156,7 +156,7 @@ def test_three_broker_cluster_rides_out_a_broker_crash(tmp_path):
         east = load_config(lab_dir / "kafka-dr.yaml").cluster("east")
         admin = clients.admin(east)
         ensure_topic(admin, topic, partitions=3)
-        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        partitions = _led_partitions(admin, topic, 3)
         assert {len(p.replicas) for p in partitions.values()} == {3}, "RF 3 by default"
         txn = clients.producer(east, **{"transactional.id": f"lab-brokers-{topic}"})
         txn.init_transactions(30)
@@ -181,6 +181,17 @@ def test_three_broker_cluster_rides_out_a_broker_crash(tmp_path):
     finally:
         down = _lab_cli(lab_dir, "down", "--wipe")
         assert down.returncode == 0, down.stderr
+
+
+def _led_partitions(admin, topic: str, count: int, timeout: float = 30) -> dict:
+    """The topic's partitions once the metadata shows all ``count`` of them with a leader."""
+    deadline = time.monotonic() + timeout
+    while True:
+        partitions = admin.list_topics(topic, timeout=10).topics[topic].partitions
+        if len(partitions) == count and all(p.leader >= 0 for p in partitions.values()):
+            return partitions
+        assert time.monotonic() < deadline, f"{topic}: {count} partitions with a leader never showed in the metadata"
+        time.sleep(0.2)
 
 
 def _write(txn, acks_all, topic: str, phase: str) -> None:

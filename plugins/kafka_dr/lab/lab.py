@@ -287,9 +287,7 @@ class Lab:
         while time.monotonic() < deadline:
             for b in nodes:
                 if not self._running(b):
-                    log = self._dir(b) / "console.log"
-                    tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-                    raise LabError(f"lab broker {b.name!r} exited during start-up; last output:\n{tail}")
+                    raise LabError(f"lab broker {b.name!r} exited during start-up; last output: {self._last_output(b)}")
             if not all(broker.port_open(b.internal_port or b.port) for b in nodes):
                 time.sleep(0.3)
                 continue
@@ -307,6 +305,15 @@ class Lab:
         raise LabError(
             f"lab broker(s) {names} ({c.bootstrap}) did not answer metadata requests within {timeout:.0f}s: {last}"
         )
+
+    def _last_output(self, b: LabBroker) -> str:
+        """The end of the broker's console (the JVM's own errors), else of its log."""
+        for name in ("console.log", "broker.log"):
+            log = self._dir(b) / name
+            tail = log.read_text(errors="replace")[-2000:].strip() if log.exists() else ""
+            if tail:
+                return f"{log}\n{tail}"
+        return "(none)"
 
     def _stop(self, nodes: Nodes, timeout: float) -> None:
         broker.terminate([pid for b in nodes if (pid := self._running(b))], timeout)
