@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test test-unit test-ui browser lab-up lab-down clean
+.PHONY: setup demo test test-unit test-ui browser postgres airflow lab-up lab-down clean
 
 setup: $(VENV)/.installed $(VENV)/.jars
 
@@ -24,7 +24,7 @@ $(VENV)/.jars: $(VENV)/.installed plugins/kafka_dr/lab/pom.xml
 demo: setup
 	$(BIN)/kafka-dr demo
 
-test: setup browser
+test: setup browser postgres
 	$(BIN)/pytest
 
 # The operator-UI browser test drives Debian's chromium through its chromedriver; nothing
@@ -34,8 +34,20 @@ browser:
 	else SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null && chromium --version; fi
 
-test-ui: setup browser
+test-ui: setup browser postgres
 	$(BIN)/pytest tests/e2e/test_operator_ui.py
+
+# Airflow's metadata database: Debian's PostgreSQL, run by the lab as a cluster of its own
+# (`kafka-dr airflow up`); its programs live in /usr/lib/postgresql/<version>/bin, not on PATH.
+# Installs it unless present (needs root or sudo).
+postgres:
+	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"; \
+	else SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null && ls -d /usr/lib/postgresql/*/bin; fi
+
+# The lab's Airflow on PostgreSQL (LocalExecutor), for the lab `make demo` left running.
+airflow: setup postgres
+	$(BIN)/kafka-dr airflow up
 
 test-unit: setup
 	$(BIN)/pytest tests/unit
@@ -44,6 +56,7 @@ lab-up: setup
 	$(BIN)/kafka-dr lab up
 
 lab-down:
+	$(BIN)/kafka-dr airflow down
 	$(BIN)/kafka-dr lab down --wipe
 
 clean: lab-down

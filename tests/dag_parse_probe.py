@@ -25,6 +25,13 @@ print(
                     "tags": sorted(dag.tags),
                     "max_active_runs": dag.max_active_runs,
                     "tasks": {t.task_id: t.retries for t in dag.tasks},
+                    "timing": {
+                        t.task_id: {
+                            "execution_timeout": t.execution_timeout and t.execution_timeout.total_seconds(),
+                            "retry_delay": t.retry_delay.total_seconds(),
+                        }
+                        for t in dag.tasks
+                    },
                     "schedule": type(dag.timetable).__name__,
                     "paused_upon_creation": dag.is_paused_upon_creation,
                 }

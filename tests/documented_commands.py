@@ -5,8 +5,9 @@ A command is a line of a fenced code block that starts the way a user's command 
 ``COMMANDS`` with how it is exercised:
 
 - ``RUN``: run as printed, as a subprocess, in a user's checkout (see test_documented_commands);
-- ``PARSED``: runs for many minutes (full benchmark, drills, soak): its arguments are parsed
-  and validated by the real command line, and its short version runs in the test named;
+- ``PARSED``: runs for many minutes (full benchmark, drills, soak) or starts a service (``make
+  airflow``): its arguments are parsed and validated by the real command line (a ``make`` line:
+  its target exists), and its short version, or the command itself, runs in the test named;
 - ``SESSION``: a line that sets the shell's state (``eval``, ``source``, ``export``) for the
   commands after it in the same block; run with each of them;
 - ``SUITE``: ``make test``, this suite itself.
@@ -75,6 +76,9 @@ def documented() -> list[Documented]:
 
 BENCH = "tests/integration/test_bench.py"
 DRILLS = "tests/integration/test_faults.py"
+#: starts Airflow and PostgreSQL (a minute or two): run once, with its output, status and down
+#: asserted, by the operator-UI test; the walk-through runs the cheap status and down as printed
+OPERATOR_UI = "tests/e2e/test_operator_ui.py"
 
 COMMANDS: dict[str, Check] = {
     # README: the front door
@@ -104,6 +108,12 @@ COMMANDS: dict[str, Check] = {
     ),
     ".venv/bin/kafka-dr lab start east-2 --dir .lab-brokers": Check(RUN, r"^started east-2$"),
     ".venv/bin/kafka-dr lab down --wipe --dir .lab-brokers": Check(RUN, r"^lab stopped and wiped: .*/\.lab-brokers$"),
+    "make airflow": Check(PARSED, covered_by=OPERATOR_UI),
+    # no Airflow service in the walk-through's lab: status says how to start one, down has nothing to stop
+    ".venv/bin/kafka-dr airflow status": Check(
+        RUN, r"^kafka-dr airflow: no Airflow service in .*/\.lab \(run `kafka-dr airflow up`\)$", exit_code=1
+    ),
+    ".venv/bin/kafka-dr airflow down": Check(RUN, r"^Airflow stopped \(nothing was running\): .*/\.lab$"),
     'eval "$(.venv/bin/kafka-dr airflow env)"': Check(SESSION),
     ".venv/bin/airflow db migrate": Check(RUN, r"Database migration done!"),
     ".venv/bin/airflow dags test dr_cluster_health": Check(

@@ -1,17 +1,23 @@
 """The operator's view, in a real browser: log in, read the DR status page, lose a cluster,
 fail over from the trigger form (dry run), read the run's summary.
 
-Real parts only: the lab's Kafka clusters, replication run by Spark, a real Airflow
-(api-server, scheduler, dag-processor as subprocesses on a private port and home), Debian's
+Real parts only: the lab's Kafka clusters, replication run by Spark, Airflow as the product
+runs it (``kafka-dr airflow up`` as a user types it: api-server, scheduler, dag-processor and
+triggerer with the LocalExecutor on a PostgreSQL of its own, on private ports), Debian's
 Chromium driven through Selenium and the system chromedriver. Screenshots land in
-``.lab-test-ui/screenshots/`` (the docs' ones in ``docs/screenshots/`` are copies of these).
+``.lab-test-ui/screenshots/`` (the docs' ones in ``docs/screenshots/`` are copies of these);
+the service's logs in ``.lab-test-ui/airflow/``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -23,9 +29,58 @@ pytestmark = [pytest.mark.lab, pytest.mark.airflow, pytest.mark.e2e]
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 PORT = int(os.environ.get("KAFKA_DR_TEST_AIRFLOW_PORT", "28080"))
-#: Outside the lab folder (the lab is wiped at the end of the session): the Airflow home with
-#: its logs, and the screenshots, stay for reading after a run.
+DB_PORT = int(os.environ.get("KAFKA_DR_TEST_POSTGRES_PORT", "28432"))
+#: Outside the lab folder (the lab is wiped at the end of the session): the Airflow service's
+#: folder (its home and logs, its PostgreSQL) and the screenshots stay for reading after a run.
 ARTIFACTS = Path(os.environ.get("KAFKA_DR_TEST_UI_DIR", Path(__file__).resolve().parents[2] / ".lab-test-ui"))
+KAFKA_DR = str(Path(sys.executable).with_name("kafka-dr"))
+
+
+def kafka_dr(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([KAFKA_DR, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+@contextlib.contextmanager
+def airflow_service(folder: Path, config: Path):
+    """``kafka-dr airflow up`` on the test's ports, as a user types it; its printed password
+    command is what the test signs in with. Yields ``(base_url, password)``; ``down`` at the end,
+    on failure too, must stop every process and PostgreSQL."""
+    kafka_dr("airflow", "down", "--dir", folder)  # what a crashed earlier run left running
+    shutil.rmtree(folder, ignore_errors=True)
+    up = kafka_dr(
+        "airflow", "up", "--dir", folder, "--config", config, "--port", PORT, "--db-port", DB_PORT, timeout=600
+    )
+    out = f"--- stdout\n{up.stdout[-4000:]}\n--- stderr\n{up.stderr[-4000:]}"
+    try:
+        assert up.returncode == 0, out
+        base = f"http://127.0.0.1:{PORT}"
+        assert f"Airflow healthy: {base}/" in up.stdout and "user:      operator" in up.stdout, out
+        assert f"LocalExecutor; metadata in PostgreSQL on 127.0.0.1:{DB_PORT}" in up.stdout, out
+        read_password = re.search(r"^password:  (cat \S+)", up.stdout, re.M).group(1)
+        printed = subprocess.run(["bash", "-c", read_password], capture_output=True, text=True, check=True).stdout
+        status = kafka_dr("airflow", "status", "--dir", folder)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert re.search(r"^postgresql +\d+ +answering", status.stdout, re.M), status.stdout
+        yield base, json.loads(printed)["operator"]
+    finally:
+        down = kafka_dr("airflow", "down", "--dir", folder, timeout=180)
+        assert down.returncode == 0 and "api-server, postgresql)" in down.stdout, down.stdout + down.stderr
+
+
+def dag_run_state_in_postgres(folder: Path, dag_id: str, run_id: str) -> str | None:
+    """The run's state as the service's PostgreSQL holds it (the metadata is not in SQLite)."""
+    import psycopg2
+
+    from kafka_dr.lab.postgres import Postgres
+
+    conn = psycopg2.connect(Postgres(folder / "postgres", DB_PORT).url.replace("postgresql+psycopg2", "postgresql"))
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT state FROM dag_run WHERE dag_id = %s AND run_id = %s", (dag_id, run_id))
+            row = cur.fetchone()
+            return row[0] if row else None
+    finally:
+        conn.close()
 
 
 @pytest.fixture
@@ -174,7 +229,6 @@ def open_status(driver, base: str):
 
 
 def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, browser, tmp_path, topic_name):
-    from airflow_procs import password, running_airflow
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
@@ -190,9 +244,9 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
 
     shots = ARTIFACTS / "screenshots"
     shutil.rmtree(shots, ignore_errors=True)
-    home = ARTIFACTS / "airflow"
-    shutil.rmtree(home, ignore_errors=True)
-    config = ui_config(lab, home, topic_name)
+    service = ARTIFACTS / "service"
+    home = service / "airflow"
+    config = ui_config(lab, ARTIFACTS, topic_name)
     cfg = load_config(config)
 
     # Real replication first: records and heartbeats cross both flows, the job publishes metrics.
@@ -210,8 +264,7 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
         run_flow(JobOptions(config=str(config), flow=f.name, mode="incremental"), spark=spark)
     dq = publish_dq_record(cfg, tmp_path / "data-docs")
 
-    with running_airflow(home, config, PORT) as (base, _env):
-        pw = password(home)
+    with airflow_service(service, config) as (base, pw):
         driver = browser
         east_stopped = False
         try:
@@ -303,6 +356,9 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
                 2,
             )
             assert done["state"] == "success", f"dr_failover {run_id} ended {done['state']}; logs under {home / 'logs'}"
+            # run by the service's scheduler through the LocalExecutor, recorded in its PostgreSQL
+            assert dag_run_state_in_postgres(service, "dr_failover", run_id) == "success"
+            assert "executor=LocalExecutor" in (home / "scheduler.log").read_text(errors="replace")
 
             # 4. The summary is readable in the UI: the summary task's XCom, and the status page.
             quoted = urllib.request.quote(run_id, safe="")

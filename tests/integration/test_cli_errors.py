@@ -81,6 +81,14 @@ def last_line(proc) -> str:
             "kafka-dr bench: --sizes '1k': '1k' is not a size in bytes (e.g. 100,1024)",
         ),
         (["replicate", "--config", "{tmp}/missing.yaml", "--flow", "east_to_west"], None),
+        (
+            ["airflow", "up", "--dir", "{tmp}/nolab", "--config", "{cfg}", "--port", "70000"],
+            "kafka-dr airflow: --port 70000: not a TCP port (1-65535)",
+        ),
+        (
+            ["airflow", "up", "--dir", "{tmp}/nolab"],
+            "kafka-dr airflow: no config at {tmp}/nolab/kafka-dr.yaml (run `kafka-dr lab up` first, or pass --config)",
+        ),
     ],
 )
 def test_usage_errors_end_with_one_line_and_exit_2(config, tmp_path, args, line):
@@ -92,6 +100,14 @@ def test_usage_errors_end_with_one_line_and_exit_2(config, tmp_path, args, line)
     else:
         assert last_line(proc).startswith("kafka-dr replicate: invalid config") and "missing.yaml" in last_line(proc)
     assert not (tmp_path / "nolab").exists()  # nothing started
+
+
+def test_airflow_status_without_a_service_says_how_to_start_one(tmp_path):
+    proc = run("airflow", "status", "--dir", tmp_path / "nolab")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert (
+        last_line(proc) == f"kafka-dr airflow: no Airflow service in {tmp_path / 'nolab'} (run `kafka-dr airflow up`)"
+    )
 
 
 def test_an_invalid_config_names_each_problem_and_ends_with_one_line(tmp_path):

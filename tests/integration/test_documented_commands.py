@@ -32,6 +32,8 @@ ORDER = [
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental",
     "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental",
     ".venv/bin/kafka-dr failover --from east --to west --dry-run --force",
+    ".venv/bin/kafka-dr airflow status",
+    ".venv/bin/kafka-dr airflow down",
     ".venv/bin/airflow db migrate",
     ".venv/bin/airflow dags test dr_cluster_health",
     ".venv/bin/airflow dags test dr_heartbeat",
@@ -123,5 +125,5 @@ def test_documented_command_works_as_printed(checkout, command):
     assert "Traceback" not in proc.stdout + proc.stderr, out
     if not command.startswith("spark-submit"):  # our commands keep Spark's log lines off the console
         assert not re.search(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (WARN|INFO) ", proc.stderr, re.M), out
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    lines = [ln for ln in (proc.stdout if proc.stdout.strip() else proc.stderr).splitlines() if ln.strip()]
     assert lines and re.search(check.last_line, lines[-1]), out

@@ -22,7 +22,8 @@ ALLOWED = {
     "dq": {"core", "kafka", "spark", "entry"},
     "workflows": {"core", "kafka", "spark", "dq", "alerts"},
     "airflow": {"core", "kafka", "spark", "dq", "workflows", "alerts"},
-    "lab": {"core", "kafka", "spark", "workflows"},
+    # the lab runs Airflow as a service with the environment the scheduler layer computes (airflow.env)
+    "lab": {"core", "kafka", "spark", "workflows", "airflow"},
     "bench": {"core", "kafka", "spark", "lab", "entry"},
     "demo": {"core", "kafka", "spark", "lab"},
     "cli": {"core", "kafka", "spark", "dq", "workflows", "airflow", "lab", "bench", "demo", "entry", "alerts"},

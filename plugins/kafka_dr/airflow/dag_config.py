@@ -9,6 +9,7 @@ Airflow shows as the DAG file's import error: the operator sees every problem wi
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 from kafka_dr.core.config import DrConfig
@@ -17,9 +18,17 @@ from kafka_dr.core.parse_context import Problem
 
 _cache: dict[tuple[str, float], DrConfig] = {}
 
+#: How long a task may run before Airflow cuts it and retries it. The default fits the tasks that
+#: make a few Kafka calls (each with its own timeout, seconds to a minute); a DAG whose tasks copy
+#: or compare data sets its own. A hung task is cut and retried well within five minutes.
+SHORT_TASK = timedelta(minutes=2)
+LONG_TASK = timedelta(minutes=10)
+#: Retries come soon: every task is idempotent, and a flow or a check waiting on a retry is late.
+RETRY_DELAY = timedelta(seconds=20)
+
 #: Settings shared by every kafka-dr DAG.
 TAGS = ["kafka-dr"]
-DEFAULT_ARGS = {"owner": "kafka-dr", "retries": 2}
+DEFAULT_ARGS = {"owner": "kafka-dr", "retries": 2, "retry_delay": RETRY_DELAY, "execution_timeout": SHORT_TASK}
 
 
 def kafka_dr_dag(
@@ -31,8 +40,9 @@ def kafka_dr_dag(
     default_args: dict | None = None,
     **kwargs,
 ):
-    """A kafka-dr DAG with the house settings: tagged ``kafka-dr``, retries by default, no
-    catch-up, one run at a time (every kafka-dr DAG is idempotent but not concurrent-safe).
+    """A kafka-dr DAG with the house settings: tagged ``kafka-dr``, retries soon by default, tasks
+    cut after :data:`SHORT_TASK` unless the DAG or task says otherwise, no catch-up, one run at a
+    time (every kafka-dr DAG is idempotent but not concurrent-safe).
     A DAG without a schedule only runs when triggered, so it is never paused: a trigger from
     the REST API (a runbook, an incident bot) would otherwise queue forever."""
     import pendulum

@@ -61,6 +61,7 @@ def build_data_quality_dag(cfg: DrConfig) -> DAG:
             task_id="validate",
             retries=1,
             retry_delay=pendulum.duration(seconds=30),
+            execution_timeout=pendulum.duration(hours=1),  # a Spark comparison of every flow's partitions
             on_failure_callback=failure_callbacks(cfg.alerts),
         )
         def validate(**context) -> dict:

@@ -13,9 +13,11 @@ The CLI twin is ``kafka-dr failback --recovered east --survivor west --mode resy
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from airflow.sdk import DAG, Param, task
 
-from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.airflow.params import cluster_param, dry_run_param, force_param, groups_param
 from kafka_dr.core.config import DrConfig
@@ -73,6 +75,7 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
         tags=("failback",),
         params=failback_params(cfg),
         render_template_as_native_obj=True,
+        default_args={"execution_timeout": LONG_TASK},
     ) as dag:
 
         def _args(context) -> dict:
@@ -100,13 +103,16 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
             return check_ready(_run(context))
 
-        @task(task_id="copy_until_caught_up", retries=2, on_failure_callback=alerts)
+        # the copy is as long as the backlog (a re-seed copies whole topics); a cut copy resumes
+        @task(
+            task_id="copy_until_caught_up", retries=2, execution_timeout=timedelta(hours=12), on_failure_callback=alerts
+        )
         def copy(**context) -> dict:
             from kafka_dr.workflows.failback_copy import copy_until_caught_up
 
             return copy_until_caught_up(_run(context))
 
-        @task(task_id="data_quality_gate", retries=1, on_failure_callback=alerts)
+        @task(task_id="data_quality_gate", retries=1, execution_timeout=timedelta(hours=1), on_failure_callback=alerts)
         def gate_task(**context) -> dict:
             from kafka_dr.workflows.failback_gate import gate
 

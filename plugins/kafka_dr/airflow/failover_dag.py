@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.airflow.params import cluster_param, dry_run_param, force_param, groups_param
 from kafka_dr.core.config import DrConfig
@@ -51,6 +51,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
         tags=("failover",),
         params=failover_params(cfg),
         render_template_as_native_obj=True,
+        default_args={"execution_timeout": LONG_TASK},  # a step may move every consumer group
     ) as dag:
 
         def _args(context) -> tuple[str, str, bool]:

@@ -18,13 +18,14 @@ fields).
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 from kafka_dr.spark.driver_options import driver_java_options
@@ -32,6 +33,8 @@ from kafka_dr.spark.driver_options import driver_java_options
 REPO = Path(__file__).resolve().parents[3]
 APPLICATION = str(REPO / "spark_jobs" / "replicate.py")
 DEFAULT_CONTINUOUS_SECONDS = 3600
+#: An incremental run copies what is there and exits: a backlog of millions takes a minute or two.
+INCREMENTAL_TIMEOUT = timedelta(hours=1)
 
 
 class ReplicateFlowOperator(SparkSubmitOperator):
@@ -71,8 +74,12 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
     continuous = flow.mode is FlowMode.CONTINUOUS
     schedule = cfg.schedules.replication_supervisor if continuous else flow.schedule
     args = ["--config", config_path, "--flow", flow.name, "--mode", flow.mode.value]
+    timeout = INCREMENTAL_TIMEOUT
     if continuous:
-        args += ["--max-duration", str(flow.max_duration_seconds or DEFAULT_CONTINUOUS_SECONDS)]
+        duration = flow.max_duration_seconds or DEFAULT_CONTINUOUS_SECONDS
+        args += ["--max-duration", str(duration)]
+        # the job stops itself at its max duration; the margin lets it finish its last batch
+        timeout = timedelta(seconds=duration) + LONG_TASK
     with kafka_dr_dag(
         f"dr_replicate_{flow.name}",
         f"Replicate {flow.source} -> {flow.target} ({flow.loop_policy.value}, {flow.mode.value})",
@@ -123,6 +130,7 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             ),  # the job gave up: a cluster stays unreachable, a refusal
             retries=3,
             retry_delay=pendulum.duration(seconds=30),
+            execution_timeout=timeout,
         )
     return dag
 

@@ -15,7 +15,7 @@ import logging
 
 from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.core.config import DrConfig
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ def build_schema_mirror_dag(cfg: DrConfig) -> DAG:
         "Mirror the schema registry topic from the primary cluster and verify the registry state",
         cfg.schedules.schema_mirror,
         __doc__,
+        default_args={"execution_timeout": LONG_TASK},  # the whole _schemas topic
     ) as dag:
         if cfg.schema_mirror is None:
 

@@ -14,7 +14,7 @@ import logging
 
 from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.topic_sync import format_report
 
@@ -44,6 +44,7 @@ def build_topic_config_sync_dag(cfg: DrConfig) -> DAG:
         "Create missing target topics, raise partition counts, sync topic configs incrementally; report drift",
         cfg.schedules.topic_config_sync,
         __doc__,
+        default_args={"execution_timeout": LONG_TASK},  # every topic's configs
     ) as dag:
         flows = [f for f in cfg.flows if f.enabled]
         for flow in flows:

@@ -1,7 +1,7 @@
 """The ``kafka-dr`` command: parse, run one subcommand, end with one clear line.
 
-Each subcommand lives in its own module (``lab_cmd``, ``spark_cmds``, ``operator_cmds``,
-``tool_cmds``) and registers a handler. Exit codes: 0 ok, 1 the operation failed, 2 bad usage
+Each subcommand lives in its own module (``lab_cmd``, ``airflow_cmds``, ``spark_cmds``,
+``operator_cmds``, ``tool_cmds``) and registers a handler. Exit codes: 0 ok, 1 the operation failed, 2 bad usage
 or an invalid config (argparse's own errors are 2 as well). ``--debug`` adds the traceback,
 ``--verbose`` shows Spark's and the Kafka clients' output, ``--json`` prints a summary as one
 JSON line for scripts.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from kafka_dr.cli import lab_cmd, operator_cmds, spark_cmds, tool_cmds
+from kafka_dr.cli import airflow_cmds, lab_cmd, operator_cmds, spark_cmds, tool_cmds
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="command")
     lab_cmd.add_parser(sub, common)
     tool_cmds.add_parsers(sub, common)
+    airflow_cmds.add_parser(sub, common)
     spark_cmds.add_parsers(sub, common)
     operator_cmds.add_parsers(sub, common)
     return parser

@@ -1,4 +1,4 @@
-"""``kafka-dr config check``, ``airflow env``, ``drill``, ``bench`` and ``demo``."""
+"""``kafka-dr config check``, ``drill``, ``bench`` and ``demo``."""
 
 from __future__ import annotations
 
@@ -12,11 +12,6 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     check.add_argument("check", choices=["check"])
     check.add_argument("path", type=Path)
     check.set_defaults(handler=config_check)
-    af = sub.add_parser("airflow", parents=[common], help="Airflow wiring for a config")
-    af.add_argument("airflow_cmd", choices=["env"], help="env: print the export lines for a project-local Airflow")
-    af.add_argument("--config", type=Path, default=None, help="config file (default: the lab's)")
-    af.add_argument("--home", type=Path, default=None, help="AIRFLOW_HOME (default: <lab>/airflow)")
-    af.set_defaults(handler=airflow_env)
     from kafka_dr.lab.drill import FAULTS
 
     dr = sub.add_parser(
@@ -60,26 +55,6 @@ def config_check(a: argparse.Namespace) -> int:
     print(f"{a.path}: ok — {len(cfg.clusters)} cluster(s), {len(cfg.flows)} flow(s)")
     for f in cfg.flows:
         print(f"  {f.name}: {f.source} -> {f.target} ({f.loop_policy.value}, {f.mode.value})")
-    return 0
-
-
-def airflow_env(a: argparse.Namespace) -> int:
-    import shlex
-
-    from kafka_dr.airflow.env import LAB_USER, ensure_login
-    from kafka_dr.airflow.env import airflow_env as env
-    from kafka_dr.core.config_load import load_config
-    from kafka_dr.lab.lab import Lab
-
-    lab = Lab()
-    path = a.config or lab.config_file
-    home = a.home or lab.root / "airflow"
-    for key, value in env(home, path, load_config(path)).items():
-        print(f"export {key}={shlex.quote(value)}")
-    # Airflow starts its own parts (``airflow standalone``) as ``airflow ...`` from PATH.
-    print(f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"')
-    pw = ensure_login(home)
-    print(f"# Airflow login: user {LAB_USER!r}, password in {pw} (key {LAB_USER!r})", file=sys.stderr)
     return 0
 
 

@@ -135,7 +135,9 @@ class Schedules:
     offset_sync: str | None = "* * * * *"
     data_quality: str | None = "@hourly"
     cluster_health: str | None = "*/5 * * * *"
-    replication_supervisor: str | None = "*/5 * * * *"
+    #: every minute: a continuous flow whose job ended (max duration, or a failure past its
+    #: restarts) runs again within a minute; while it runs, max_active_runs=1 starts nothing
+    replication_supervisor: str | None = "* * * * *"
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 #: A streaming query whose micro-batch has not completed this long past ``task_seconds`` is
-#: stopped and restarted (see :func:`supervise`): longer than a partition thread's own stuck
-#: limit (kafka_dr.spark.streams.STUCK_SECONDS, 240 s) plus a query start.
-STALL_SECONDS = 330.0
+#: stopped and restarted (see :func:`supervise`). A streaming task returns after
+#: ``task_seconds`` whatever its copy threads do, so a batch this late has a frozen worker or
+#: planner: the flow is not copying, and the restart comes well within five minutes. Longer
+#: than a query's start and first task on a loaded machine.
+STALL_SECONDS = 120.0
 
 #: Failures a restart cannot cure, as text: errors from Spark tasks reach the driver as strings
 #: (a Java exception wrapping a Python traceback), so a name or phrase in them is the only handle.

@@ -61,6 +61,22 @@ def test_every_dag_tagged_and_every_task_retries(parsed):
             assert retries >= 1, f"{dag_id}.{task_id} has no retries"
 
 
+def test_a_hung_task_is_cut_and_retried_soon(parsed):
+    """Every task has a time limit and comes back within half a minute of a failure; the tasks
+    that make a few Kafka calls (the pre-flight before a flow starts, the heartbeats, the health
+    checks) are cut within two minutes, so a task hung at its start delays nothing for long."""
+    short = {"dr_heartbeat", "dr_cluster_health", "dr_preflight", "dr_offset_sync"}
+    for dag_id, dag in parsed["dags"].items():
+        for task_id, timing in dag["timing"].items():
+            where = f"{dag_id}.{task_id}"
+            assert timing["execution_timeout"], f"{where} has no execution_timeout"
+            assert timing["retry_delay"] <= 30, f"{where} retries after {timing['retry_delay']}s"
+            if dag_id in short or task_id == "preflight":
+                assert timing["execution_timeout"] <= 120, where
+    # a continuous flow's job runs for its max duration (an hour by default), then stops itself
+    assert parsed["dags"]["dr_replicate_east_to_west"]["timing"]["replicate"]["execution_timeout"] > 3600
+
+
 def test_a_dag_that_only_runs_when_triggered_is_never_paused(parsed):
     # A failover triggered through the REST API (a runbook, an incident bot) must run, not sit
     # queued behind a pause nobody sees; scheduled DAGs follow Airflow's own setting.

@@ -1,0 +1,373 @@
+"""The lab's Airflow as a running service: api-server, scheduler, dag-processor and triggerer
+with the LocalExecutor, on the lab's own PostgreSQL (:mod:`kafka_dr.lab.postgres`).
+
+Everything it keeps lives in the lab folder::
+
+    airflow.json             what runs: the settings, each process's pid and start time (0600:
+                             it also holds the API's signing keys, shared by all processes)
+    postgres/                the metadata database's cluster
+    airflow/                 AIRFLOW_HOME (unless --home): <role>.log per process, logs/ for tasks
+
+The environment is ``kafka-dr airflow env``'s (DAGs and plugins from this repository, the
+cluster connections, the login) plus the database URL, the executor and the ports. ``up`` is
+idempotent: running processes are left alone, a dead one is started again with the same
+settings. A process is only signalled when ``/proc`` shows the recorded start time and an
+``airflow`` command line under that pid, so a recycled pid is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kafka_dr.airflow.env import airflow_env, ensure_login
+from kafka_dr.core.config import DrConfig
+from kafka_dr.lab.lab import LabError
+from kafka_dr.lab.postgres import Postgres, port_in_use
+
+#: Started in this order; stopped in the reverse one (the API last: tasks being stopped still report to it).
+ROLES = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: The health endpoint's components that must say "healthy".
+COMPONENTS = ("metadatabase", "scheduler", "dag_processor", "triggerer")
+DEFAULT_PORT = 8280
+DEFAULT_DB_PORT = 15432
+AIRFLOW = str(Path(sys.executable).with_name("airflow"))
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """What the service runs with: the config, AIRFLOW_HOME, the API's and the database's port."""
+
+    config: str
+    home: str
+    port: int
+    db_port: int
+
+
+def resolve_spec(
+    recorded: dict | None,
+    lab_dir: Path,
+    config: Path | None,
+    home: Path | None,
+    port: int | None,
+    db_port: int | None,
+) -> ServiceSpec:
+    """The settings of this ``up``: what is given, else what the lab's service last ran with,
+    else the defaults (the lab's config, ``<lab>/airflow``, 8280, 15432; 8080 is the lab Spark master's UI)."""
+    last = recorded or {}
+    return ServiceSpec(
+        config=str(Path(config).resolve()) if config else last.get("config") or str(lab_dir / "kafka-dr.yaml"),
+        home=str(Path(home).resolve()) if home else last.get("home") or str(lab_dir / "airflow"),
+        port=port or last.get("port") or DEFAULT_PORT,
+        db_port=db_port or last.get("db_port") or DEFAULT_DB_PORT,
+    )
+
+
+def base_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+def role_argv(role: str, port: int) -> list[str]:
+    """The ``airflow`` command line of one role. Task logs are read from the local disk, so the
+    scheduler and triggerer serve none (their log servers would take fixed ports)."""
+    return {
+        "api-server": ["api-server", "--host", "127.0.0.1", "--port", str(port)],
+        "scheduler": ["scheduler", "--skip-serve-logs"],
+        "dag-processor": ["dag-processor"],
+        "triggerer": ["triggerer", "--skip-serve-logs"],
+    }[role]
+
+
+def new_keys() -> dict[str, str]:
+    return {"jwt_secret": secrets.token_urlsafe(32), "secret_key": secrets.token_urlsafe(32)}
+
+
+def service_env(
+    spec: ServiceSpec, cfg: DrConfig, db_url: str, keys: dict[str, str], inherited: dict[str, str]
+) -> dict[str, str]:
+    """The processes' environment: the caller's, without any Airflow or kafka-dr setting of its
+    own, plus ``kafka-dr airflow env`` and the service's settings."""
+    env = {k: v for k, v in inherited.items() if not k.startswith("AIRFLOW") and k != "KAFKA_DR_CONFIG"}
+    env.update(airflow_env(Path(spec.home), Path(spec.config), cfg))
+    url = base_url(spec.port)
+    env.update(
+        {
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            # two continuous flows hold a slot each for an hour; the monitoring DAGs need room beside them
+            "AIRFLOW__CORE__PARALLELISM": "8",
+            "AIRFLOW__API__HOST": "127.0.0.1",
+            "AIRFLOW__API__PORT": str(spec.port),
+            "AIRFLOW__API__BASE_URL": url,
+            "AIRFLOW__API__WORKERS": "1",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{url}/execution/",
+            # a task's first call (PATCH .../run) to a busy API outlasted the default 5 s: the task
+            # died unstarted and waited out a retry delay or, when the API had marked it running,
+            # the heartbeat timeout below
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
+            # a task whose supervisor stopped heartbeating is failed (and retried) after this
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "120",
+            # every process signs and checks the same tokens: the task runners' and the UI's
+            "AIRFLOW__API_AUTH__JWT_SECRET": keys["jwt_secret"],
+            "AIRFLOW__API__SECRET_KEY": keys["secret_key"],
+            "PYSPARK_PYTHON": sys.executable,
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{inherited.get('PATH', '/usr/bin:/bin')}",
+        }
+    )
+    return env
+
+
+def health_problems(health: dict | None) -> list[str]:
+    """What the health endpoint's answer says is not healthy (empty: all healthy)."""
+    if health is None:
+        return ["the API does not answer"]
+    return [
+        f"{c} {(health.get(c) or {}).get('status') or 'not reported'}"
+        for c in COMPONENTS
+        if (health.get(c) or {}).get("status") != "healthy"
+    ]
+
+
+def fetch_health(port: int, timeout: float = 30.0) -> dict | None:
+    """The API's ``/api/v2/monitor/health`` (no login needed), or ``None`` when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"{base_url(port)}/api/v2/monitor/health", timeout=timeout) as r:
+            return json.loads(r.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+# --- processes ---------------------------------------------------------------------------
+
+
+def start_ticks(stat: str) -> int:
+    """A process's start time (clock ticks since boot) from its ``/proc/<pid>/stat`` line."""
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def proc_state(pid: int) -> tuple[int, str] | None:
+    """``(start ticks, command line)`` of a live (not zombie) process, else ``None``."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    if stat.rsplit(")", 1)[1].split()[0] == "Z":
+        return None
+    return start_ticks(stat), cmdline
+
+
+def is_ours(entry: dict | None) -> bool:
+    """Whether a recorded process still runs: same pid, same start time, an ``airflow`` command."""
+    if not entry or not entry.get("pid"):
+        return False
+    seen = proc_state(entry["pid"])
+    return seen is not None and seen[0] == entry.get("start") and "airflow" in seen[1]
+
+
+def session_members(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (``/proc/<pid>/stat``'s session field)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(d.name))
+    return found
+
+
+def stop_session(pid: int, timeout: float = 30.0) -> None:
+    """SIGTERM every process of the session ``pid`` leads, then SIGKILL what is left after
+    ``timeout``. Only called for a pid :func:`is_ours` accepted. The session, not the process
+    group: a task runs in a process group of its own, with its Spark job under it."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        for member in session_members(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # our own child (the module used in-process) must not linger as a zombie
+            if not session_members(pid):
+                return
+            time.sleep(0.2)
+
+
+@dataclass(frozen=True)
+class ProcessStatus:
+    role: str
+    pid: int | None
+    alive: bool
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    spec: ServiceSpec
+    processes: list[ProcessStatus]
+    postgres_pid: int | None
+    postgres_answering: bool
+    health: dict | None
+
+    @property
+    def problems(self) -> list[str]:
+        dead = [f"{p.role} not running" for p in self.processes if not p.alive]
+        db = [] if self.postgres_answering else ["postgresql not answering"]
+        return dead + db + health_problems(self.health)
+
+
+class AirflowService:
+    """The Airflow service of the lab in ``lab_dir``."""
+
+    def __init__(self, lab_dir: Path) -> None:
+        self.lab_dir = Path(lab_dir).resolve()
+
+    @property
+    def state_file(self) -> Path:
+        return self.lab_dir / "airflow.json"
+
+    def load(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _save(self, state: dict) -> None:
+        self.lab_dir.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_file.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(state, f, indent=2)
+        tmp.replace(self.state_file)
+
+    def postgres(self, spec: ServiceSpec) -> Postgres:
+        return Postgres(self.lab_dir / "postgres", spec.db_port)
+
+    def running(self, state: dict | None = None) -> dict[str, dict]:
+        state = self.load() if state is None else state
+        return {role: e for role, e in state.get("processes", {}).items() if is_ours(e)}
+
+    def up(self, spec: ServiceSpec, cfg: DrConfig, timeout: float = 240.0) -> ServiceStatus:
+        """Start what is not running; wait until the health endpoint calls every part healthy."""
+        state = self.load()
+        running = self.running(state)
+        recorded = state.get("spec")
+        if running and recorded and ServiceSpec(**recorded) != spec:
+            raise LabError(
+                f"the Airflow service of the lab in {self.lab_dir} runs with other settings "
+                f"({', '.join(f'{k} {v}' for k, v in recorded.items() if asdict(spec)[k] != v)}); "
+                "run `kafka-dr airflow down` first"
+            )
+        if "api-server" not in running and port_in_use(spec.port):
+            raise LabError(f"port {spec.port} on 127.0.0.1 is already in use; choose another --port")
+        pg = self.postgres(spec)
+        pg.ensure()
+        keys = state.get("keys") or new_keys()
+        state = {"spec": asdict(spec), "keys": keys, "processes": running}
+        self._save(state)
+        env = service_env(spec, cfg, pg.url, keys, dict(os.environ))
+        home = Path(spec.home)
+        ensure_login(home)
+        if len(running) < len(ROLES):
+            self._migrate(env, home)
+        deadline = time.monotonic() + timeout
+        for role in ROLES:
+            if role not in running:
+                state["processes"][role] = self._start(role, spec, env, home)
+                self._save(state)
+            if role == "api-server":
+                # the API answers (its first requests are the slow ones) before a scheduler
+                # queues a task whose start call would wait on it
+                self._wait(spec, deadline, lambda health: health is not None)
+        self._wait(spec, deadline, lambda health: not health_problems(health))
+        return self.status()
+
+    def status(self) -> ServiceStatus:
+        state = self.load()
+        if not state.get("spec"):
+            raise LabError(f"no Airflow service in {self.lab_dir} (run `kafka-dr airflow up`)")
+        spec = ServiceSpec(**state["spec"])
+        processes = [
+            ProcessStatus(role, e.get("pid"), is_ours(e))
+            for role in ROLES
+            for e in [state.get("processes", {}).get(role) or {}]
+        ]
+        pg = self.postgres(spec)
+        pid = pg.pid()
+        return ServiceStatus(spec, processes, pid, bool(pid) and pg.answering(), fetch_health(spec.port))
+
+    def down(self) -> list[str]:
+        """Stop every process the service started, then PostgreSQL; returns what was stopped."""
+        state = self.load()
+        stopped = []
+        for role in reversed(ROLES):
+            entry = state.get("processes", {}).get(role)
+            if is_ours(entry):
+                stop_session(entry["pid"])
+                stopped.append(role)
+        if state.get("spec"):
+            pg = self.postgres(ServiceSpec(**state["spec"]))
+            if pg.running():
+                pg.stop()
+                stopped.append("postgresql")
+            state["processes"] = {}
+            self._save(state)
+        return stopped
+
+    # --- internals ---------------------------------------------------------------------
+
+    def _migrate(self, env: dict[str, str], home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(
+            [AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True, cwd=home, check=False
+        )
+        (home / "db-migrate.log").write_text(proc.stdout + proc.stderr)
+        if proc.returncode:
+            raise LabError(f"airflow db migrate failed (log: {home / 'db-migrate.log'}): {proc.stderr.strip()[-800:]}")
+
+    def _start(self, role: str, spec: ServiceSpec, env: dict[str, str], home: Path) -> dict:
+        with open(home / f"{role}.log", "ab") as log:
+            proc = subprocess.Popen(
+                [AIRFLOW, *role_argv(role, spec.port)],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own session: down stops its tasks with it
+                cwd=home,
+            )
+        seen = proc_state(proc.pid)
+        if seen is None:
+            raise LabError(f"airflow {role} exited at once; see {home / (role + '.log')}")
+        return {"pid": proc.pid, "start": seen[0]}
+
+    def _wait(self, spec: ServiceSpec, deadline: float, ready) -> None:
+        """Until ``ready(health)``; a process of the service that exits meanwhile ends the wait."""
+        health = None
+        while time.monotonic() < deadline:
+            state = self.load()
+            for role, entry in state["processes"].items():
+                if not is_ours(entry):
+                    log = Path(spec.home) / f"{role}.log"
+                    tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+                    raise LabError(f"airflow {role} exited during start-up (log: {log}); last output:\n{tail}")
+            health = fetch_health(spec.port, timeout=30)
+            if ready(health):
+                return
+            time.sleep(2)
+        raise LabError(
+            f"Airflow did not become healthy in time ({', '.join(health_problems(health))}); logs in {spec.home}"
+        )
