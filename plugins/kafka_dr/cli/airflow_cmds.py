@@ -81,7 +81,8 @@ def up(a: argparse.Namespace, lab_dir: Path) -> int:
     print(f"user:      {LAB_USER}")
     print(f"password:  cat {shlex.quote(str(passwords_file(home)))}   (JSON: user -> password)")
     print(f"logs:      {home}/<process>.log, task logs under {home / 'logs'}, PostgreSQL's in {lab_dir / 'postgres'}")
-    print("stop it:   kafka-dr airflow down" + (f" --dir {shlex.quote(str(a.dir))}" if a.dir else ""))
+    here = f" --dir {shlex.quote(str(lab_dir))}" if a.dir else ""
+    print(f"stop it:   {shlex.quote(str(Path(sys.executable).with_name('kafka-dr')))} airflow down{here}")
     return 0
 
 
