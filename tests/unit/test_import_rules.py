@@ -26,7 +26,21 @@ ALLOWED = {
     "lab": {"core", "kafka", "spark", "workflows", "airflow"},
     "bench": {"core", "kafka", "spark", "lab", "entry"},
     "demo": {"core", "kafka", "spark", "lab"},
-    "cli": {"core", "kafka", "spark", "dq", "workflows", "airflow", "lab", "bench", "demo", "entry", "alerts"},
+    "gameday": {"core", "kafka", "lab", "alerts"},
+    "cli": {
+        "core",
+        "kafka",
+        "spark",
+        "dq",
+        "workflows",
+        "airflow",
+        "lab",
+        "bench",
+        "demo",
+        "gameday",
+        "entry",
+        "alerts",
+    },
 }
 
 #: Third-party libraries a layer must never import.
