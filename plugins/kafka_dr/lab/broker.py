@@ -163,6 +163,20 @@ def is_broker(pid: int, props: Path) -> bool:
     return False
 
 
+def exit_cause(folder: Path) -> str:
+    """Why the broker in ``folder`` exited, in a line: the JVM's last words on the console
+    (it cannot start at all), else the innermost causes of the last failure in its log."""
+    console, log = folder / "console.log", folder / "broker.log"
+    said = console.read_text(errors="replace").strip() if console.exists() else ""
+    if said:
+        return f"{said.splitlines()[-1][:500]} (see {console})"
+    lines = log.read_text(errors="replace").splitlines()[-500:] if log.exists() else []
+    causes = [ln.split("Caused by:", 1)[1].strip() for ln in lines if ln.lstrip().startswith("Caused by:")]
+    errors = [ln.strip() for ln in lines if " ERROR " in ln]
+    found = "; ".join(causes[-2:]) or (errors[-1] if errors else "its log names no error")
+    return f"{found[:800]} (see {log})"
+
+
 def terminate(pids: list[int], timeout: float) -> None:
     """SIGTERM every pid at once (a quorum shuts down together), SIGKILL what is left after ``timeout``."""
     for pid in pids:

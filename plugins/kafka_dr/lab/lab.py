@@ -37,6 +37,7 @@ from kafka_dr.lab.topology import LabBroker, LabCluster, find_named, known_names
 __all__ = ["BrokerStatus", "ClusterStatus", "Lab", "LabError", "default_base_port", "default_lab_dir"]
 
 Nodes = tuple[LabBroker, ...]
+BIND_RELAUNCHES = 3  #: starts of a broker whose port was taken for a moment (see _relaunch_after_lost_bind)
 
 
 @dataclass(frozen=True)
@@ -259,9 +260,8 @@ class Lab:
                     raise LabError(f"cannot start lab broker {b.name!r}: port {port} is taken by another process")
         self._format([(c, b) for c, b in todo if not (self._dir(b) / "data" / "meta.properties").exists()], jars)
         for c, b in todo:
-            env = lab_secure.broker_env(self.root) if c.secure else {}
-            self._state.set_pids({b.name: broker.launch(self._dir(b), self._props(b), jars, env)})
-        ids = {c.name: self._wait_ready(c, nodes, timeout) for c, nodes in targets}
+            self._launch(c, b, jars)
+        ids = {c.name: self._wait_ready(c, nodes, timeout, jars) for c, nodes in targets}
         for name, cluster_id in ids.items():
             self._state.set_cluster_id(name, cluster_id)
         return ids
@@ -280,14 +280,19 @@ class Lab:
             if proc.returncode != 0:
                 raise LabError(f"formatting the storage of lab broker {b.name!r} failed:\n{err.strip()[-1500:]}")
 
-    def _wait_ready(self, c: LabCluster, nodes: Nodes, timeout: float) -> str:
+    def _launch(self, c: LabCluster, b: LabBroker, jars: Path) -> None:
+        env = lab_secure.broker_env(self.root) if c.secure else {}
+        self._state.set_pids({b.name: broker.launch(self._dir(b), self._props(b), jars, env)})
+
+    def _wait_ready(self, c: LabCluster, nodes: Nodes, timeout: float, jars: Path) -> str:
         """Wait until the cluster's metadata, asked of ``nodes``, counts all of them; returns the cluster id."""
         deadline = time.monotonic() + timeout
         last = ""
+        relaunches = dict.fromkeys((b.name for b in nodes), BIND_RELAUNCHES)
         while time.monotonic() < deadline:
             for b in nodes:
                 if not self._running(b):
-                    raise LabError(f"lab broker {b.name!r} exited during start-up; last output: {self._last_output(b)}")
+                    self._relaunch_after_lost_bind(c, b, jars, relaunches)
             if not all(broker.port_open(b.internal_port or b.port) for b in nodes):
                 time.sleep(0.3)
                 continue
@@ -306,14 +311,18 @@ class Lab:
             f"lab broker(s) {names} ({c.bootstrap}) did not answer metadata requests within {timeout:.0f}s: {last}"
         )
 
-    def _last_output(self, b: LabBroker) -> str:
-        """The end of the broker's console (the JVM's own errors), else of its log."""
-        for name in ("console.log", "broker.log"):
-            log = self._dir(b) / name
-            tail = log.read_text(errors="replace")[-2000:].strip() if log.exists() else ""
-            if tail:
-                return f"{log}\n{tail}"
-        return "(none)"
+    def _relaunch_after_lost_bind(self, c: LabCluster, b: LabBroker, jars: Path, left: dict[str, int]) -> None:
+        """Start again a broker that exited because one of its ports was briefly taken, else raise.
+
+        A client that keeps connecting to a stopped broker's port can be given that very port
+        as its own local port when the port lies in the kernel's ephemeral range (32768-60999
+        on Linux): the connection reaches itself and holds the port until the client drops it."""
+        cause = broker.exit_cause(self._dir(b))
+        if "Address already in use" not in cause or not left[b.name]:
+            raise LabError(f"lab broker {b.name!r} exited during start-up: {cause}")
+        left[b.name] -= 1
+        time.sleep(1)
+        self._launch(c, b, jars)
 
     def _stop(self, nodes: Nodes, timeout: float) -> None:
         broker.terminate([pid for b in nodes if (pid := self._running(b))], timeout)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_dr.lab.broker import replication_properties, server_properties
+from kafka_dr.lab.broker import exit_cause, replication_properties, server_properties
 from kafka_dr.lab.topology import lab_clusters
 
 
@@ -74,3 +74,22 @@ def test_a_proxied_broker_advertises_its_own_proxy_port_and_listens_internally()
     assert props["listeners"] == ("CLIENT://127.0.0.1:40020,INTERNAL://127.0.0.1:40022,CONTROLLER://127.0.0.1:40021")
     assert props["advertised.listeners"] == "CLIENT://127.0.0.1:40070,INTERNAL://127.0.0.1:40022"
     assert props["inter.broker.listener.name"] == "INTERNAL"
+
+
+def test_exit_cause_is_the_innermost_causes_in_the_log_or_the_consoles_last_line(tmp_path):
+    (tmp_path / "console.log").write_text("")
+    (tmp_path / "broker.log").write_text(
+        "[2026-01-01 00:00:00,000] INFO starting (kafka.Kafka)\n"
+        "[2026-01-01 00:00:01,000] ERROR [BrokerServer id=2] Fatal error during broker startup. (x)\n"
+        "java.lang.RuntimeException: Received a fatal error while waiting for the acceptors\n"
+        "Caused by: org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:40810: "
+        "Address already in use.\n"
+        "\tat kafka.network.Acceptor.openServerSocket(SocketServer.scala:1)\n"
+        "Caused by: java.net.BindException: Address already in use\n"
+    )
+    assert exit_cause(tmp_path) == (
+        "org.apache.kafka.common.KafkaException: Socket server failed to bind to 127.0.0.1:40810: Address already "
+        f"in use.; java.net.BindException: Address already in use (see {tmp_path / 'broker.log'})"
+    )
+    (tmp_path / "console.log").write_text("Error occurred during initialization of VM\nToo small maximum heap\n")
+    assert exit_cause(tmp_path) == f"Too small maximum heap (see {tmp_path / 'console.log'})"
