@@ -212,9 +212,14 @@ def kafka_uuid() -> str:
 
 
 def port_open(port: int) -> bool:
+    """Does something listen on 127.0.0.1:``port``?"""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.3)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+        if s.connect_ex(("127.0.0.1", port)) != 0:
+            return False
+        # In the ephemeral range the kernel may give this probe ``port`` itself as its own end:
+        # a connection to itself, not to a listener.
+        return s.getsockname() != s.getpeername()
 
 
 def wait_gone(pid: int, timeout: float) -> bool:
