@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from kafka_dr.cli import lab_spark_cmd
+
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     lab = sub.add_parser("lab", help="the local lab of real Apache Kafka clusters", parents=[common])
@@ -15,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         "--dir", type=Path, default=argparse.SUPPRESS, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab)"
     )
     common = here
-    ls = lab.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,stop,start,kill}")
+    ls = lab.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,stop,start,kill,spark}")
     up = ls.add_parser("up", help="start the clusters (idempotent) and write the lab config", parents=[common])
     up.add_argument("--clusters", type=int, default=2, help="how many clusters (default 2: east, west)")
     up.add_argument(
@@ -49,6 +51,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     ):
         p = ls.add_parser(verb, help=text, parents=[common])
         p.add_argument("name", metavar="cluster|broker", help="a cluster (east) or one of its brokers (east-2)")
+    lab_spark_cmd.add_parser(ls, common)
     lab.set_defaults(handler=run)
 
 
@@ -57,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     from kafka_dr.lab.lab import Lab
     from kafka_dr.lab.topology import MAX_BROKERS, find_named
 
+    if args.lab_cmd == "spark":
+        return lab_spark_cmd.run(args)
     lab = Lab(args.dir)
     if args.lab_cmd == "up":
         if args.clusters < 1:

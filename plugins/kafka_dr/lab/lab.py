@@ -31,6 +31,7 @@ from kafka_dr.lab import secure as lab_secure
 from kafka_dr.lab.broker import LabError
 from kafka_dr.lab.jars import DEFAULT_KAFKA_VERSION, ensure_jars
 from kafka_dr.lab.probe import ClusterView, probe
+from kafka_dr.lab.spark_cluster import SparkCluster, lab_spark_master
 from kafka_dr.lab.state import LabState
 from kafka_dr.lab.topology import LabBroker, LabCluster, find_named, known_names, lab_clusters, lab_config_yaml
 
@@ -184,6 +185,10 @@ class Lab:
         return new_id
 
     def down(self, wipe: bool = False) -> None:
+        from kafka_dr.lab.airflow_service import AirflowService  # it imports this module
+
+        AirflowService(self.root).down()  # the lab's Airflow (kafka-dr airflow up) and its PostgreSQL too
+        SparkCluster(self.root / "spark").down()  # the lab's Spark cluster (kafka-dr lab spark) too
         self._stop(tuple(b for c in self.clusters() for b in c.nodes), 30)
         if wipe and self.root.exists():
             shutil.rmtree(self.root)
@@ -330,7 +335,8 @@ class Lab:
 
     def _write_config(self) -> None:
         ca = str(lab_secure.ca_file(self.root)) if self.secure else None
-        self.config_file.write_text(lab_config_yaml(self.clusters(), self._state.cluster_ids(), ca))
+        master = lab_spark_master(self.root)  # while the lab's Spark cluster runs, jobs run there
+        self.config_file.write_text(lab_config_yaml(self.clusters(), self._state.cluster_ids(), ca, master))
 
 
 def _check_ports_free(clusters: list[LabCluster]) -> None:

@@ -180,8 +180,28 @@ def tree_flows(tree: Any) -> list[tuple[str, str]]:
     return flows
 
 
-def lab_config(clusters: list[LabCluster], cluster_ids: dict[str, str], ca_file: str | None = None) -> dict[str, Any]:
-    """The kafka-dr config for the lab, as plain data ready for YAML."""
+#: The lab's Spark on a cluster master. The driver on loopback too, where the lab's executors
+#: reach it (Spark would pick the machine's external address and listen on every interface);
+#: the JVMs without the compiler and collector threads that take a small machine's cores from
+#: the copy, as in local mode (kafka_dr.spark.driver_options).
+CLUSTER_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+    "spark.executor.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+}
+
+
+def spark_section(master: str | None = None) -> dict[str, Any]:
+    """The lab config's ``spark`` section: local Spark, or the lab's Spark cluster at ``master``."""
+    return {"master": "local[2]"} if master is None else {"master": master, "conf": dict(CLUSTER_CONF)}
+
+
+def lab_config(
+    clusters: list[LabCluster], cluster_ids: dict[str, str], ca_file: str | None = None, spark_master: str | None = None
+) -> dict[str, Any]:
+    """The kafka-dr config for the lab, as plain data ready for YAML; ``spark_master``: the
+    lab's Spark cluster while it runs (``kafka-dr lab spark up``), else local Spark."""
     names = [c.name for c in clusters]
     doc: dict[str, Any] = {
         "clusters": {
@@ -193,7 +213,7 @@ def lab_config(clusters: list[LabCluster], cluster_ids: dict[str, str], ca_file:
             for c in clusters
         },
         "flows": [],
-        "spark": {"master": "local[2]"},
+        "spark": spark_section(spark_master),
         "thresholds": {"heartbeat_max_age_seconds": 120},
     }
     if len(clusters) == 2:
@@ -211,6 +231,8 @@ def lab_config(clusters: list[LabCluster], cluster_ids: dict[str, str], ca_file:
     return doc
 
 
-def lab_config_yaml(clusters: list[LabCluster], cluster_ids: dict[str, str], ca_file: str | None = None) -> str:
+def lab_config_yaml(
+    clusters: list[LabCluster], cluster_ids: dict[str, str], ca_file: str | None = None, spark_master: str | None = None
+) -> str:
     header = "# Written by `kafka-dr lab up`: the local lab's clusters and flows. Regenerated on every `up`.\n"
-    return header + yaml.safe_dump(lab_config(clusters, cluster_ids, ca_file), sort_keys=False)
+    return header + yaml.safe_dump(lab_config(clusters, cluster_ids, ca_file, spark_master), sort_keys=False)
