@@ -22,6 +22,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import asdict
+from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -239,7 +240,7 @@ def records_frame(spark, config_path: str, windows: list[PartitionWindow]):
     spark.dataSource.register(RecordsSource)
     return (
         spark.read.format("kafka_dr_dq_records")
-        .option("config", str(config_path))
+        .option("config", str(Path(config_path).resolve()))  # tasks run in executors' own folders
         .option("windows", json.dumps([asdict(w) for w in windows]))
         .load()
     )

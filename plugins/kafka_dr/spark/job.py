@@ -81,9 +81,12 @@ class FlowRun:
 
 def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str, str] | None = None):
     """A Spark session for replication: the config's Spark settings, Python workers on this
-    interpreter (so they import this package), quiet console. ``extra`` settings come before
-    the config's, which win."""
+    interpreter (so they import this package), quiet console, on a cluster the executors' secrets
+    (:mod:`kafka_dr.spark.executor_conf`). ``extra`` settings come before the config's, which
+    win, except the few every job keeps (``executor_conf.FIXED``)."""
     from pyspark.sql import SparkSession
+
+    from kafka_dr.spark.executor_conf import FIXED, executor_secrets
 
     # Spark starts Python workers (data-source planners included) with $PYSPARK_PYTHON, read
     # when the JVM starts; the spark.pyspark.python setting does not reach all of them.
@@ -96,8 +99,10 @@ def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str
         "spark.ui.showConsoleProgress": "false",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
+        **executor_secrets(cfg, os.environ),
         **(extra or {}),
         **dict(cfg.spark.conf),
+        **FIXED,
     }.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -147,11 +147,24 @@ def supervise(query, stop: Stop, deadline: float | None, last_batch: list[float]
             stop.request("max duration")
         if stop.requested():
             # let the batch in flight finish its transactions, then stop; streaming tasks
-            # stop after their current transaction once they see the marker
+            # stop after their current transaction once they see the marker. The batches
+            # after it change nothing (their tasks see the marker at once), and on a cluster
+            # they follow one another with no idle trigger between them: its end is the stop.
             stop.tell_tasks()
-            t_end = time.monotonic() + 60
-            while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < t_end:
+            in_flight, t_end = _last_batch(query), time.monotonic() + 60
+            while (
+                query.isActive
+                and query.status.get("isTriggerActive")
+                and _last_batch(query) == in_flight
+                and time.monotonic() < t_end
+            ):
                 time.sleep(0.2)
             query.stop()
             break
     return ""
+
+
+def _last_batch(query) -> int | None:
+    """The id of the last micro-batch the query completed (None before its first)."""
+    progress = getattr(query, "lastProgress", None)
+    return progress.get("batchId") if progress else None
