@@ -113,6 +113,10 @@ class RangeCopier:
             self._meta = Consumer(client_config(self.cfg.cluster(self.flow.target), self.resolve, **conf))
         return self._meta
 
+    def release(self) -> None:
+        """Let the producers go, keeping the consumers (see ``TaskCopier.release``)."""
+        self.producers.close()
+
     def close(self) -> None:
         self.producers.close()
         for c in (self._source, self._meta):

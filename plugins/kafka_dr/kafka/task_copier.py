@@ -205,6 +205,12 @@ class TaskCopier:
             )
         return self._meta
 
+    def release(self) -> None:
+        """Let the producers go, keeping the consumers: the copy ended, and whoever copies next
+        (here or in another worker) starts by fencing with a fresh producer (kafka_dr.spark.streams)."""
+        self._drop_producer()
+        self.helper.release()
+
     def close(self) -> None:
         self._drop_producer()
         for c in (self._source, self._meta):

@@ -13,6 +13,15 @@ with several tasks each partition has its own thread and transactions (:class:`P
   quietly (a newer copier owns the partitions), during a task the copier redoes;
 - a thread's failure, or a thread stuck (:meth:`_Stream.stuck`), fails the attached task;
 - exactly once is the copiers' (fixed transactional ids, progress committed with the records).
+
+When an executor is lost, Spark runs its task again elsewhere, whose copier fences the old one.
+So a copy must not outlive its executor nor keep a producer past its lease:
+
+- a thread copies only while the worker's parent (pyspark's daemon, or the executor JVM) is the
+  one it started under: orphaned, it stops after its transaction and redoes nothing, so it never
+  fences the re-run task back;
+- when a copy ends, its copier lets its producer go (``release``): the next copy in this worker
+  begins with ``init_transactions``, fencing whoever copied meanwhile, and reads progress after it.
 """
 
 from __future__ import annotations
@@ -126,6 +135,7 @@ class _Stream:
         self.finished = False
         self.error: BaseException | None = None
         self.beat = time.monotonic()  #: last time the copy loop came round (stuck detection)
+        self.parent = os.getppid()  #: the worker's parent while its executor lives (module docstring)
         self.tallies = {(s.topic, s.partition): _Tally(s, copier.lag) for s in specs}
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
 
@@ -139,21 +149,27 @@ class _Stream:
             except BaseException as e:  # noqa: BLE001 - reported by the attached task
                 with self.lock:
                     self.finished = True
+                    self.copier.release()
                     if not (producer_lost(e) and time.monotonic() >= self.task_end):
                         self.error = e  # between tasks, a lost producer just ends the copy
                 return
             with self.lock:
                 if self._until():
                     self.finished = True
+                    self.copier.release()  # under the lock: a new copy takes the copier only after this
                     return
             # the lease was renewed while the copy was finishing its last transaction: go on
 
     def _until(self) -> bool:
         self.beat = time.monotonic()
-        return self.beat >= self.lease or (self.marker is not None and os.path.exists(self.marker))
+        return self.beat >= self.lease or (self.marker is not None and os.path.exists(self.marker)) or self.orphaned()
 
     def _may_redo(self) -> bool:
-        return time.monotonic() < self.task_end
+        return time.monotonic() < self.task_end and not self.orphaned()
+
+    def orphaned(self) -> bool:
+        """The executor that started this worker is gone (the worker was re-parented)."""
+        return os.getppid() != self.parent
 
     def _committed(self, result: RangeResult, next_offset: int, latencies: list) -> None:
         self.tallies[(result.topic, result.partition)].committed(self.lock, result, next_offset, latencies)

@@ -26,11 +26,14 @@ class FakeCopier:
         name = "f"
 
     def __init__(self, fail: BaseException | None = None, fail_after: float = 0.0) -> None:
-        self.fail, self.fail_after, self.copies, self.position = fail, fail_after, 0, 100
+        self.fail, self.fail_after, self.copies, self.position, self.releases = fail, fail_after, 0, 100, 0
         self.lock = threading.Lock()
 
     def lag(self, spec, position: int) -> int:
         return self.position + 7 - position  # the high watermark runs 7 ahead of the copy
+
+    def release(self) -> None:
+        self.releases += 1
 
     def copy(self, spec, until, on_commit, may_redo):
         self.copies += 1
@@ -103,6 +106,35 @@ def test_lease_runs_out_when_no_task_comes(monkeypatch):
     assert copier.copies == 2 and row["start"] == stopped_at
 
 
+def test_a_copy_that_ends_lets_its_producer_go_before_a_new_copy_can_take_the_copier(monkeypatch):
+    """The next copy in this worker must start with a fresh producer: another worker may have
+    fenced the old one meanwhile, and progress is to be read after its own fencing."""
+    monkeypatch.setattr(streams, "GRACE_SECONDS", 0.1)
+    copier = FakeCopier()
+    task(copier, seconds=0.05)
+    s = streams._streams[("k", "t", 0)]
+    s.thread.join(2)
+    assert s.finished and copier.releases == 1
+
+
+def test_an_orphaned_worker_stops_copying_and_redoes_nothing(monkeypatch):
+    """Its executor is gone and Spark runs the task again elsewhere: a redo here would fence
+    the re-run task's copier back."""
+    copier = FakeCopier()
+    seen = {}
+
+    def copy(spec, until, on_commit, may_redo):
+        seen["may_redo"] = may_redo()
+        monkeypatch.setattr(streams.os, "getppid", lambda: 1)  # re-parented: the executor JVM died
+        seen["until"], seen["may_redo_after"] = until(), may_redo()
+        return RangeResult("f", spec.topic, spec.partition, spec.target_topic, spec.start, 100, spec.end)
+
+    copier.copy = copy
+    task(copier, seconds=0.05)
+    streams._streams[("k", "t", 0)].thread.join(2)
+    assert seen == {"may_redo": True, "until": True, "may_redo_after": False}
+
+
 def test_stop_marker_ends_the_copy_and_the_task_counts_everything(tmp_path):
     marker = tmp_path / "stop"
     copier = FakeCopier()
@@ -161,6 +193,9 @@ class FakeTaskCopier:
 
     def lag(self, spec, position: int) -> int:
         return 0
+
+    def release(self) -> None:
+        pass
 
     def copy(self, specs, until, on_commit, may_redo):
         self.copies += 1
