@@ -25,6 +25,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TEST_LAB = Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", REPO / ".lab-test"))
 TEST_BASE_PORT = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092"))
+#: the test Spark cluster's master and web UIs (workers' UIs follow the master's)
+TEST_SPARK_PORT = int(os.environ.get("KAFKA_DR_TEST_SPARK_PORT") or TEST_BASE_PORT + 1700)
+TEST_SPARK_WEBUI_PORT = int(os.environ.get("KAFKA_DR_TEST_SPARK_WEBUI_PORT") or TEST_SPARK_PORT + 3)
 AIRFLOW_HOME = TEST_LAB / "airflow"
 
 os.environ.update(
@@ -96,6 +99,23 @@ def lab3():
         yield lab
     finally:
         lab.down(wipe=True)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster():
+    """A Spark standalone cluster of two one-core workers (kafka_dr.lab.spark_cluster) in a folder
+    beside the test lab, whose config it leaves alone: jobs go there with ``--master
+    spark_cluster.running_master()``. Started on first use (about 20 s), stopped at the end."""
+    from kafka_dr.lab.spark_cluster import SparkCluster, SparkLayout
+
+    cluster = SparkCluster(TEST_LAB.with_name(TEST_LAB.name + "-spark"))
+    cluster.down(wipe=True)  # a crashed earlier session may have left daemons behind
+    atexit.register(cluster.down)
+    try:
+        cluster.up(SparkLayout(TEST_SPARK_PORT, TEST_SPARK_WEBUI_PORT, workers=2, cores=1, memory="1g"))
+        yield cluster
+    finally:
+        cluster.down()
 
 
 # py4j logs at INFO from __del__ during interpreter shutdown, after logging's streams closed

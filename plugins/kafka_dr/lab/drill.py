@@ -106,12 +106,16 @@ class SteadyProducer(threading.Thread):
         self.join(330)
 
 
-def replicate_command(config: Path, flow: str, mode: str) -> list[str]:
+def replicate_command(
+    config: Path, flow: str, mode: str, master: str = "local[2,4]", conf: dict[str, str] | None = None
+) -> list[str]:
     """The drills' spark-submit of the replication job: local[2,4] (a failed task is retried,
-    as on a cluster), no Spark UI, a 0.5 s trigger."""
+    as on a cluster) or ``master``, no Spark UI, ``conf`` settings, a 0.5 s trigger."""
+    settings = {"spark.ui.enabled": "false", **(conf or {})}
     return [
         str(BIN / "spark-submit"),
-        *("--master", "local[2,4]", "--conf", "spark.ui.enabled=false"),
+        *("--master", master),
+        *(arg for k, v in settings.items() for arg in ("--conf", f"{k}={v}")),
         str(REPO / "spark_jobs" / "replicate.py"),
         *("--config", str(config), "--flow", flow, "--mode", mode, "--trigger-seconds", "0.5"),
     ]
