@@ -26,7 +26,7 @@ ALLOWED = {
     "lab": {"core", "kafka", "spark", "workflows", "airflow"},
     "bench": {"core", "kafka", "spark", "lab", "entry"},
     "demo": {"core", "kafka", "spark", "lab"},
-    "gameday": {"core", "kafka", "lab", "alerts"},
+    "gameday": {"core", "kafka", "lab", "alerts", "airflow"},
     "cli": {
         "core",
         "kafka",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from kafka_dr.cli import airflow_cmds, lab_cmd, operator_cmds, spark_cmds, tool_cmds
+from kafka_dr.cli import airflow_cmds, gameday_cmd, lab_cmd, operator_cmds, spark_cmds, tool_cmds
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     airflow_cmds.add_parser(sub, common)
     spark_cmds.add_parsers(sub, common)
     operator_cmds.add_parsers(sub, common)
+    gameday_cmd.add_parser(sub, common)
     return parser
 
 

@@ -1,0 +1,32 @@
+"""The game day's kafka-dr config: the lab's, with schedules a scheduler can be judged by in
+minutes, alerts to the game day's own receivers, and the game day's consumer groups (pure)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+#: Every periodic DAG runs at least once a minute: a game day of minutes must see them act.
+SCHEDULES = {
+    "heartbeat": "* * * * *",
+    "cluster_health": "* * * * *",
+    "offset_sync": "* * * * *",
+    "replication_supervisor": "* * * * *",
+    "topic_config_sync": "*/2 * * * *",
+    "schema_mirror": "*/2 * * * *",
+    "data_quality": "*/5 * * * *",
+}
+
+
+def game_config(lab_doc: dict[str, Any], webhook_url: str, smtp_port: int, groups_regex: str) -> dict[str, Any]:
+    """``lab_doc``: the lab's config as plain data (its YAML loaded). Returns a new document."""
+    doc = copy.deepcopy(lab_doc)
+    doc["schedules"] = {**doc.get("schedules", {}), **SCHEDULES}
+    doc["alerts"] = {
+        "webhook": {"url": webhook_url},
+        "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp_port, "to": "oncall@gameday.invalid"},
+    }
+    doc["consumer_groups"] = {"allow": [groups_regex]}
+    for flow in doc.get("flows", []):
+        flow.setdefault("mode", "continuous")
+    return doc

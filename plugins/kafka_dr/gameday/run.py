@@ -1,0 +1,197 @@
+"""``kafka-dr gameday``: deploy everything, leave the scheduler in charge, inject faults on a
+script, then prove from the clusters that nothing was lost, duplicated or skipped.
+
+Exit status 0 only when every check passes, every operator run succeeded and the last
+data-quality run is green. Everything the run produced stays in its folder (see
+:mod:`kafka_dr.gameday.deploy`); the last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kafka_dr.gameday import faults, processes
+from kafka_dr.gameday.deploy import EAST, WEST, Deployment, Ports
+from kafka_dr.gameday.disaster import DisasterLog, run_disaster
+from kafka_dr.gameday.memory import MemorySampler
+from kafka_dr.gameday.model import NAMES
+from kafka_dr.gameday.proof import flowing_again, read_cluster
+from kafka_dr.gameday.readers import Readers
+from kafka_dr.gameday.report import json_line, table
+from kafka_dr.gameday.script import DISASTER, Step, script
+from kafka_dr.gameday.traffic import Traffic, ensure_topics
+from kafka_dr.gameday.verdict import (
+    alerts_from,
+    checks_for,
+    disaster_figures,
+    fault_rows,
+    loss_by_fault,
+    memory_figures,
+)
+
+FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
+    "spark-executor": faults.spark_executor,
+    "spark-worker": faults.spark_worker,
+    "spark-driver": faults.spark_driver,
+    "target-leader": lambda d: faults.target_leader(d, NAMES.keyed_topic),
+    "source-leader": lambda d: faults.source_leader(d, NAMES.keyed_topic),
+    "target-rolling-restart": faults.target_rolling_restart,
+    "target-network-cut": faults.target_network_cut,
+    "airflow-scheduler": faults.airflow_scheduler,
+}
+FLOWING_TIMEOUT_S = 900.0
+SETTLE_TIMEOUT_S = 900.0
+
+
+class Say:
+    """Print a line with the seconds since start, and keep it in the game day's log."""
+
+    def __init__(self, log: Path) -> None:
+        self.t0 = time.monotonic()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.log = open(log, "a", buffering=1)  # noqa: SIM115 - open for the whole run
+
+    def __call__(self, text: str) -> None:
+        line = f"[{time.monotonic() - self.t0:7.1f}s] {text}"
+        print(line, flush=True)
+        self.log.write(line + "\n")
+
+
+def memory_roles(d: Deployment) -> dict[str, list[int]]:
+    table_ = processes.process_table()
+    brokers = [b.pid for b in d.lab.status() if b.pid]
+    spark = [s.pid for s in d.spark.status() if s.pid]
+    state = d.airflow.load().get("processes", {})
+    return {
+        "kafka brokers": brokers,
+        "spark master and workers": spark,
+        "spark executors": [p.pid for p in processes.executors(table_)],
+        "spark drivers": [p.pid for f in FLOWS for p in processes.replication_drivers(table_, f)],
+        "airflow": [e["pid"] for e in state.values() if e.get("pid")],
+    }
+
+
+FLOWS = ("east_to_west", "west_to_east")
+
+
+def _until(t: float) -> None:
+    time.sleep(max(0.0, t - time.time()))
+
+
+def _wait_flowing(t: float, traffic: Traffic, readers: Readers, timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        view, reads = traffic.view(), readers.reads()
+        if all(flowing_again(t, s, r, view, reads) for s, r in ((EAST, WEST), (WEST, EAST))):
+            return time.time()
+        time.sleep(2)
+    raise TimeoutError(f"replication did not flow both ways within {timeout:.0f}s of the DAGs' start")
+
+
+def _settle(d: Deployment, view, timeout: float, say) -> dict:
+    """Read both clusters until each holds every acknowledged record (or the timeout)."""
+    deadline = time.monotonic() + timeout
+    wanted = {p.gd_id for p in view.acked.values() if p.topic != NAMES.compacted_topic}
+    while True:
+        stored = {c: read_cluster(d.cfg.cluster(c), NAMES) for c in (EAST, WEST)}
+        missing = {c: len(wanted - {s.gd_id for s in recs}) for c, recs in stored.items()}
+        if not any(missing.values()) or time.monotonic() >= deadline:
+            say(f"settled: records still missing per cluster {missing}")
+            return stored
+        time.sleep(10)
+
+
+def run_gameday(
+    folder: Path,
+    minutes: float,
+    brokers: int = 3,
+    spark_workers: int = 2,
+    base_port: int = 24092,
+    steps: list[Step] | None = None,
+) -> int:
+    folder = Path(folder).resolve()
+    say = Say(folder / "gameday.log")
+    steps = steps if steps is not None else script(minutes)
+    d = Deployment(folder, brokers, spark_workers, Ports(base_port), say)
+    traffic = readers = sampler = None
+    try:
+        d.up()
+        clusters = {app: d.cfg.cluster(app) for app in NAMES.apps}
+        for c in clusters.values():
+            ensure_topics(c, NAMES)
+        say(f"airflow: unpaused {', '.join(d.enable_dags())}")
+        traffic, readers = Traffic(clusters, NAMES).start(), Readers(NAMES).start_apps(clusters)
+        sampler = MemorySampler(lambda: memory_roles(d)).start()
+        t0 = time.time()
+        flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
+        say(f"replication flowing both ways {flowing - t0:.0f}s after the DAGs were unpaused")
+        t0 = flowing
+        injected: list[faults.Injected] = []
+        disaster: DisasterLog | None = None
+        for step in steps:
+            _until(t0 + step.at_s)
+            say(f"fault: {step.fault}")
+            if step.fault == DISASTER:
+                disaster = run_disaster(d, traffic, readers, say)
+                injected.append(faults.Injected(DISASTER, disaster.east_down_at, disaster.east_back_at))
+            else:
+                injected.append(FAULTS[step.fault](d))
+            say(f"fault: {step.fault} done: {'; '.join(injected[-1].notes)}")
+        time.sleep(30)  # the last fault's recovery is measured too
+        view = traffic.stop()
+        end = time.time()
+        say(f"traffic stopped: {view.counts()}")
+        stored = _settle(d, view, SETTLE_TIMEOUT_S, say)
+        for app in NAMES.apps:
+            wanted = [p.gd_id for p in view.acked.values() if p.topic != NAMES.compacted_topic]
+            left = readers.wait_read(NAMES.group(app), wanted, timeout=300)
+            say(f"group {NAMES.group(app)}: {len(left)} records never read")
+        dq = d.api.wait_run("dr_data_quality", d.api.trigger("dr_data_quality", {}), 900)
+        say(f"dr_data_quality at the end: {dq['state']}")
+        sampler.stop()
+        return _verdict(d, injected, disaster, t0, end, view, readers, stored, dq["state"], sampler, say)
+    finally:
+        for part in (traffic, readers, sampler):
+            if part is not None:
+                try:
+                    part.stop()
+                except Exception as e:  # noqa: BLE001 - tear down the rest anyway
+                    say(f"stopping: {e}")
+        d.down()
+        say(f"logs: {folder}")
+
+
+def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sampler, say) -> int:
+    reads, moves = readers.reads(), readers.moves()
+    alerts = alerts_from(d.webhook.received, d.webhook.received_at)
+    rows = fault_rows(injected, t0, end, view, reads, alerts)
+    loss_by_fault(rows, injected, stored, view)
+    checks = checks_for(stored, view, reads, moves, disaster)
+    rpo = next((c for c in checks if c.name.startswith("RPO")), None)
+    failures = [c.name for c in checks if not c.ok]
+    if dq_state != "success":
+        failures.append(f"dr_data_quality ended {dq_state}")
+    if disaster is not None:
+        failures += [
+            f"{n} ended {s}"
+            for n, s in (("dr_failover", disaster.failover_state), ("dr_failback", disaster.failback_state))
+            if s != "success"
+        ]
+    print(table(rows))
+    for c in checks:
+        print(c.line())
+    figures = {
+        "records": view.counts(),
+        "alerts": [{"at_s": round(a.at - t0, 1), "what": a.what} for a in alerts],
+        "emails": len(d.smtp.messages),
+        "data_quality_at_end": dq_state,
+        "memory": memory_figures(sampler.growths(120.0)),
+        "checks": [c.to_dict() for c in checks],
+        "failures": failures,
+        **disaster_figures(disaster, rpo),
+    }
+    say("game day " + ("PASSED" if not failures else f"FAILED: {'; '.join(failures)}"))
+    print(json_line(rows, figures))
+    return 0 if not failures else 1

@@ -1,0 +1,67 @@
+"""The game day's fault script: which faults, in which order, and when (pure).
+
+Faults come one at a time so each one's effect (alert, time until replication flows again)
+is its own. The disaster comes last: east stopped, failover to west, east back, failback.
+A short game day runs each kind once; a longer one spreads the same script over its minutes
+and repeats the single faults while time allows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: Single faults, each healed by the product (or by the operator's restart of a process)
+#: without a human touching kafka-dr. ``flows``: the flows whose copying the fault interrupts.
+SINGLE_FAULTS = (
+    "spark-executor",
+    "spark-worker",
+    "spark-driver",
+    "target-leader",
+    "source-leader",
+    "target-rolling-restart",
+    "target-network-cut",
+    "airflow-scheduler",
+)
+DISASTER = "east-down-failover-failback"
+
+#: Shortest gap between two faults: long enough to see replication flowing again.
+MIN_GAP_S = 75.0
+#: Time the disaster takes (stop, failover, consumers on west, east back, failback, move back).
+DISASTER_S = 300.0
+WARM_UP_S = 60.0
+
+
+@dataclass(frozen=True)
+class Step:
+    at_s: float  #: seconds after the traffic started
+    fault: str
+
+
+def script(minutes: float, faults: tuple[str, ...] = SINGLE_FAULTS) -> list[Step]:
+    """The faults of a game day of ``minutes``: every kind once, then repeats while there is
+    room, then the disaster. Raises ValueError when ``minutes`` cannot hold one round."""
+    total = minutes * 60.0
+    room = total - WARM_UP_S - DISASTER_S
+    rounds = int(room // (MIN_GAP_S * len(faults)))
+    if rounds < 1:
+        need = (WARM_UP_S + DISASTER_S + MIN_GAP_S * len(faults)) / 60.0
+        raise ValueError(f"--minutes {minutes:g}: a game day needs at least {need:.0f} minutes for one round of faults")
+    gap = room / (rounds * len(faults))
+    steps = [Step(WARM_UP_S + gap * i, f) for i, f in enumerate(faults * rounds)]
+    steps.append(Step(WARM_UP_S + room, DISASTER))
+    return steps
+
+
+def minimum_minutes(faults: tuple[str, ...] = SINGLE_FAULTS) -> float:
+    return (WARM_UP_S + DISASTER_S + MIN_GAP_S * len(faults)) / 60.0
+
+
+#: One fault of each kind (a Spark process, a broker, the network, the scheduler), then the
+#: disaster: the short game day the test suite runs.
+SHORT_FAULTS = ("spark-executor", "target-leader", "target-network-cut", "airflow-scheduler")
+SHORT_GAP_S = 60.0
+
+
+def short_script() -> list[Step]:
+    steps = [Step(SHORT_GAP_S * i, f) for i, f in enumerate(SHORT_FAULTS)]
+    return [*steps, Step(SHORT_GAP_S * len(SHORT_FAULTS), DISASTER)]

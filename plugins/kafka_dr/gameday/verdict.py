@@ -1,0 +1,154 @@
+"""The game day's verdict, from what the clusters hold and what was seen (pure but for the
+final reads, which the caller does): one row per fault and every figure for the JSON line."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kafka_dr.gameday.disaster import DisasterLog
+from kafka_dr.gameday.faults import Injected
+from kafka_dr.gameday.memory import Growth
+from kafka_dr.gameday.model import NAMES, LedgerView, Move, Read, Stored
+from kafka_dr.gameday.proof import (
+    Check,
+    compare_rereads,
+    flowing_again,
+    group_reads,
+    order,
+    presence,
+    reported_rereads,
+    rpo_observed,
+)
+from kafka_dr.gameday.report import FaultRow
+
+FLOW_ENDS = {"east_to_west": ("east", "west"), "west_to_east": ("west", "east")}
+#: Faults after which an alert is due: the others heal inside the heartbeat threshold.
+ALERTING = {"target-network-cut", "east-down-failover-failback"}
+MEMORY_GROWTH_MAX = 1.25
+
+
+@dataclass
+class Alert:
+    at: float
+    what: str  #: ``dag.task`` of a failure, or the operator event (failover, failback)
+
+
+@dataclass
+class Verdict:
+    rows: list[FaultRow]
+    checks: list[Check]
+    figures: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks) and not self.figures.get("failures")
+
+
+def alerts_from(webhook_payloads: list[dict], received_at: list[float]) -> list[Alert]:
+    out = []
+    for payload, at in zip(webhook_payloads, received_at, strict=False):
+        what = payload.get("event") or f"{payload.get('dag_id')}.{payload.get('task_id')}"
+        out.append(Alert(at, what))
+    return out
+
+
+def fault_rows(
+    injected: list[Injected], t0: float, end: float, view: LedgerView, reads: list[Read], alerts: list[Alert]
+) -> list[FaultRow]:
+    """One row per fault: the first alert in its window, and the slowest of its flows to carry a
+    record produced after the fault ended."""
+    rows = []
+    for i, f in enumerate(injected):
+        window_end = injected[i + 1].began if i + 1 < len(injected) else end
+        row = FaultRow(f.fault, f.began - t0, None if f.ended is None else f.ended - t0, notes=list(f.notes))
+        mine = [a for a in alerts if f.began <= a.at < window_end]
+        if mine:
+            row.detected_by, row.alert_after_s = mine[0].what, mine[0].at - f.began
+        else:
+            row.detected_by = "no alert"
+        healed = f.ended or f.began
+        times = []
+        for flow in f.flows:
+            source, target = FLOW_ENDS[flow]
+            ft = flowing_again(healed, source, target, view, reads)
+            times.append(None if ft is None else ft.seconds)
+        if times and None not in times:
+            row.flowing_again_after_s = max(times)
+        elif times:
+            row.notes.append("replication did not flow again in the fault's window")
+        rows.append(row)
+    return rows
+
+
+def loss_by_fault(
+    rows: list[FaultRow], injected: list[Injected], stored: dict[str, list[Stored]], view: LedgerView
+) -> None:
+    """Count each record lost or duplicated on any cluster against the fault whose window it
+    was produced in (compacted topics left out: a superseded value may be gone there)."""
+    compacted = NAMES.compacted_topic
+    for records in stored.values():
+        counts = Counter(s.gd_id for s in records)
+        for p in view.acked.values():
+            if p.topic == compacted or counts[p.gd_id] == 1:
+                continue
+            idx = max((i for i, f in enumerate(injected) if f.began <= p.produced_at), default=None)
+            if idx is None:
+                continue
+            if counts[p.gd_id] == 0:
+                rows[idx].lost += 1
+            else:
+                rows[idx].duplicated += counts[p.gd_id] - 1
+
+
+def checks_for(
+    stored: dict[str, list[Stored]],
+    view: LedgerView,
+    reads: list[Read],
+    moves: list[Move],
+    disaster: DisasterLog | None,
+) -> list[Check]:
+    compacted = {NAMES.compacted_topic}
+    out: list[Check] = []
+    for cluster, records in stored.items():
+        out.append(presence(cluster, records, view, compacted=compacted))
+        out.append(order(cluster, records))
+    for app in NAMES.apps:
+        out.append(group_reads(NAMES.group(app), reads, view, moves, compacted=compacted))
+    if disaster is not None:
+        group = NAMES.group("east")
+        moved = group_reads(group, reads, view, moves, compacted=compacted).details.get("rereads_by_move", [])
+        for label, summary, index in (
+            ("failover", disaster.failover_summary, 1),
+            ("failback", disaster.failback_summary, 2),
+        ):
+            observed = moved[index]["by_origin"] if index < len(moved) else {}
+            out.append(
+                compare_rereads(
+                    f"{group} {label}", observed, reported_rereads(group, summary.get("consumer_groups", []))
+                )
+            )
+        out.append(rpo_observed("east", "west", disaster.west_at_failover, view, disaster.east_down_at, compacted))
+    return out
+
+
+def memory_figures(growths: list[Growth]) -> dict:
+    return {
+        g.role: {"early_mib": round(g.early_mib), "late_mib": round(g.late_mib), "ratio": round(g.ratio, 2)}
+        for g in growths
+    }
+
+
+def disaster_figures(d: DisasterLog | None, rpo: Check | None) -> dict:
+    if d is None:
+        return {}
+    return {
+        "failover_state": d.failover_state,
+        "failover_seconds": round(d.failover_done_at - d.failover_triggered_at, 1),
+        "failback_state": d.failback_state,
+        "failback_seconds": round(d.failback_done_at - d.failback_triggered_at, 1),
+        "rto_seconds": None if d.rto_s is None else round(d.rto_s, 1),
+        "rpo_reported_records_at_least": d.failover_summary.get("missing_records_at_least"),
+        "rpo_observed_records": None if rpo is None else rpo.counts.get("missing"),
+        "rpo_observed_seconds": None if rpo is None else rpo.counts.get("rpo_seconds"),
+    }
