@@ -93,6 +93,12 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr lab up": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG=.*/\.lab/kafka-dr\.yaml$"),
     ".venv/bin/kafka-dr lab up --clusters 3": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
     ".venv/bin/kafka-dr lab status": Check(RUN, r"^west +127\.0\.0\.1:\d+ +\d+ +healthy"),
+    # docs/operations.md: the lab's Spark cluster, started once (about 20 s) between the lab's first verbs
+    ".venv/bin/kafka-dr lab spark up --workers 2": Check(
+        RUN, r"^lab config: .*/\.lab/kafka-dr\.yaml \(spark\.master: spark://127\.0\.0\.1:\d+\)$"
+    ),
+    ".venv/bin/kafka-dr lab spark status": Check(RUN, r"^worker-2 +\d+ +alive +2 +http://127\.0\.0\.1:\d+$"),
+    ".venv/bin/kafka-dr lab spark down": Check(RUN, r"^Spark cluster stopped: .*/\.lab/spark$"),
     ".venv/bin/kafka-dr lab stop east": Check(RUN, r"^stopped east \(data kept\)$"),
     ".venv/bin/kafka-dr lab start east": Check(RUN, r"^started east$"),
     ".venv/bin/kafka-dr lab kill east": Check(RUN, r"^killed east$"),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_BASE_PORT, TEST_LAB
+from conftest import TEST_BASE_PORT, TEST_LAB, TEST_SPARK_PORT, TEST_SPARK_WEBUI_PORT
 from documented_commands import COMMANDS, REPO, RUN, SESSION, documented
 
 pytestmark = pytest.mark.lab
@@ -28,6 +28,9 @@ pytestmark = pytest.mark.lab
 ORDER = [
     ".venv/bin/kafka-dr lab up",
     ".venv/bin/kafka-dr lab status",
+    ".venv/bin/kafka-dr lab spark up --workers 2",
+    ".venv/bin/kafka-dr lab spark status",
+    ".venv/bin/kafka-dr lab spark down",
     "make demo",
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental",
     "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental",
@@ -92,6 +95,9 @@ def checkout():
     }
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     env["KAFKA_DR_LAB_BASE_PORT"] = str(TEST_BASE_PORT + 1500)
+    # the user's Spark cluster beside the suite's own (conftest.spark_cluster)
+    env["KAFKA_DR_LAB_SPARK_PORT"] = str(TEST_SPARK_PORT + 10)
+    env["KAFKA_DR_LAB_SPARK_WEBUI_PORT"] = str(TEST_SPARK_WEBUI_PORT + 10)
     env["KAFKA_DR_LOG_DIR"] = str(root / "logs")
     _wipe_labs(root, env)
     shutil.rmtree(root, ignore_errors=True)
