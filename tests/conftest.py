@@ -25,8 +25,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 TEST_LAB = Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", REPO / ".lab-test"))
 TEST_BASE_PORT = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092"))
-#: the test Spark cluster's master and web UIs (workers' UIs follow the master's)
-TEST_SPARK_PORT = int(os.environ.get("KAFKA_DR_TEST_SPARK_PORT") or TEST_BASE_PORT + 1700)
+#: the test Spark cluster's master and web UIs (workers' UIs follow the master's); +1900 is past
+#: every lab the suite starts (the documented commands' at +1500 has three clusters)
+TEST_SPARK_PORT = int(os.environ.get("KAFKA_DR_TEST_SPARK_PORT") or TEST_BASE_PORT + 1900)
 TEST_SPARK_WEBUI_PORT = int(os.environ.get("KAFKA_DR_TEST_SPARK_WEBUI_PORT") or TEST_SPARK_PORT + 3)
 AIRFLOW_HOME = TEST_LAB / "airflow"
 
