@@ -157,9 +157,15 @@ def is_ours(cmdline: str, folder: Path, name: str) -> bool:
 
 
 def registered(master_json: dict, layout: SparkLayout) -> dict[str, dict]:
-    """The workers the master lists, by daemon name (matched by web UI port): ``{"worker-1": entry}``."""
+    """The workers the master lists, by daemon name (matched by web UI port): ``{"worker-1": entry}``.
+    A restarted worker is listed twice for a while, its lost registration DEAD: the ALIVE one counts."""
     by_ui = {layout.ui_url(i): f"worker-{i}" for i in range(1, layout.workers + 1)}
-    return {by_ui[w["webuiaddress"]]: w for w in master_json.get("workers", []) if w.get("webuiaddress") in by_ui}
+    out: dict[str, dict] = {}
+    for w in master_json.get("workers", []):
+        name = by_ui.get(w.get("webuiaddress"))
+        if name and (name not in out or w.get("state") == "ALIVE"):
+            out[name] = w
+    return out
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,9 @@ def test_the_masters_workers_are_matched_by_their_web_ui():
         ]
     }
     assert {k: v["state"] for k, v in registered(doc, LAYOUT).items()} == {"worker-2": "ALIVE", "worker-1": "DEAD"}
+    restarted = {"webuiaddress": "http://127.0.0.1:47081", "state": "ALIVE"}  # listed beside its lost registration
+    for workers in ([*doc["workers"], restarted], [restarted, *doc["workers"]]):
+        assert registered({"workers": workers}, LAYOUT)["worker-1"]["state"] == "ALIVE"
 
 
 def test_a_layout_lists_every_problem():
