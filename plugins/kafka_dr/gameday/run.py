@@ -21,7 +21,7 @@ from kafka_dr.gameday.proof import flowing_again, read_cluster
 from kafka_dr.gameday.readers import Readers
 from kafka_dr.gameday.report import json_line, table
 from kafka_dr.gameday.script import DISASTER, Step, script
-from kafka_dr.gameday.traffic import Traffic, ensure_topics
+from kafka_dr.gameday.traffic import Traffic, TrafficSettings, ensure_topics
 from kafka_dr.gameday.verdict import (
     alerts_from,
     checks_for,
@@ -42,6 +42,8 @@ FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
     "airflow-scheduler": faults.airflow_scheduler,
 }
 FLOWING_TIMEOUT_S = 900.0
+#: records/s per app: steady traffic that leaves the 2-core lab host room for everything else it runs
+TRAFFIC_RATE = 50.0
 SETTLE_TIMEOUT_S = 900.0
 
 
@@ -122,7 +124,8 @@ def run_gameday(
         for c in clusters.values():
             ensure_topics(c, NAMES)
         say(f"airflow: unpaused {', '.join(d.enable_dags())}")
-        traffic, readers = Traffic(clusters, NAMES).start(), Readers(NAMES).start_apps(clusters)
+        traffic = Traffic(clusters, NAMES, TrafficSettings(rate=TRAFFIC_RATE)).start()
+        readers = Readers(NAMES).start_apps(clusters)
         sampler = MemorySampler(lambda: memory_roles(d)).start()
         t0 = time.time()
         flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
