@@ -1,0 +1,119 @@
+"""The game day's pure parts: its fault script, config, process matching, memory verdict,
+report and per-fault rows, on plain values."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_dr.gameday.faults import Injected
+from kafka_dr.gameday.game_config import SCHEDULES, game_config
+from kafka_dr.gameday.memory import growth
+from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
+from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
+from kafka_dr.gameday.report import FaultRow, json_line, table
+from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, minimum_minutes, script, short_script
+from kafka_dr.gameday.verdict import Alert, alerts_from, fault_rows
+
+
+def test_a_script_runs_every_fault_once_per_round_then_the_disaster_last():
+    steps = script(minimum_minutes())
+    assert [s.fault for s in steps] == [*SINGLE_FAULTS, DISASTER]
+    assert all(a.at_s < b.at_s for a, b in zip(steps, steps[1:], strict=False))
+    longer = script(minimum_minutes() * 2)
+    assert [s.fault for s in longer[:-1]].count("spark-driver") >= 2 and longer[-1].fault == DISASTER
+
+
+def test_a_script_too_short_for_one_round_is_refused_with_the_minimum():
+    with pytest.raises(ValueError, match=r"--minutes 5: a game day needs at least 16 minutes"):
+        script(5)
+
+
+def test_the_short_script_has_one_fault_of_each_kind_then_the_disaster():
+    faults = [s.fault for s in short_script()]
+    assert faults[-1] == DISASTER and len(set(faults)) == len(faults) == 5
+
+
+def test_the_game_config_keeps_the_lab_and_adds_schedules_alerts_and_groups():
+    lab = {"clusters": {"east": {"bootstrap_servers": "127.0.0.1:1"}}, "flows": [{"source": "east", "target": "west"}]}
+    doc = game_config(lab, "http://127.0.0.1:9/alerts", 2525, "gd-app-.*")
+    assert doc["clusters"] == lab["clusters"] and "schedules" not in lab  # the input is not changed
+    assert doc["schedules"] == SCHEDULES and doc["flows"][0]["mode"] == "continuous"
+    assert doc["alerts"]["webhook"]["url"] == "http://127.0.0.1:9/alerts"
+    assert doc["alerts"]["email"]["smtp_port"] == 2525
+    assert doc["consumer_groups"] == {"allow": ["gd-app-.*"]}
+
+
+PS = """\
+  100     1 java -cp x org.apache.spark.deploy.SparkSubmit /r/spark_jobs/replicate.py --flow east_to_west
+  101     1 java -cp x org.apache.spark.deploy.SparkSubmit /r/spark_jobs/replicate.py --flow west_to_east
+  200     1 java -cp x org.apache.spark.deploy.worker.Worker spark://h:1
+  201   200 java -cp x org.apache.spark.executor.CoarseGrainedExecutorBackend --driver-url d --app-id app-1 --cores 1
+  202   201 python -m pyspark.daemon
+  300     1 java -cp x org.apache.spark.executor.CoarseGrainedExecutorBackend --driver-url d --app-id app-2
+garbage line
+"""
+
+
+def test_processes_are_matched_by_their_command_lines():
+    procs = parse_ps(PS)
+    assert len(procs) == 6
+    assert [p.pid for p in replication_drivers(procs, "east_to_west")] == [100]
+    assert [p.pid for p in executors(procs)] == [201, 300]
+    assert [p.pid for p in executors(procs, "app-2")] == [300]
+    assert {p.pid for p in descendants(procs, 200)} == {201, 202}
+
+
+def test_memory_is_flat_unless_the_late_quarter_outgrows_the_early_one():
+    flat = [(float(t), 100.0) for t in range(0, 200, 10)]
+    assert growth(flat, 50, "brokers").ratio == 1.0
+    rising = [(float(t), 100.0 + t) for t in range(0, 200, 10)]
+    g = growth(rising, 50, "brokers")
+    assert g is not None and g.ratio > 1.5
+    assert growth(flat[:5], 0, "brokers") is None  # too few samples to judge
+
+
+def _acked(gd: str, cluster: str, at: float) -> Produced:
+    return Produced(gd, cluster, "gd.keyed", "k", 1, cluster, ACKED, at, at, 0, 0, None)
+
+
+def test_a_fault_row_has_its_window_s_first_alert_and_the_time_until_a_newer_record_arrived():
+    view = LedgerView(
+        {
+            "east:gd.keyed:1": _acked("east:gd.keyed:1", "east", 105.0),
+            "east:gd.keyed:0": _acked("east:gd.keyed:0", "east", 99.0),
+        },
+        {},
+        {},
+        [],
+    )
+    reads = [
+        Read("east:gd.keyed:0", "gd-app-west", "west", "gd.keyed", 0, 0, 101.0, "east"),
+        Read("east:gd.keyed:1", "gd-app-west", "west", "gd.keyed", 0, 1, 130.0, "east"),
+    ]
+    injected = [
+        Injected("target-network-cut", 100.0, 104.0, ("east_to_west",)),
+        Injected("airflow-scheduler", 200.0, 205.0, ()),
+    ]
+    alerts = [Alert(150.0, "dr_heartbeat.measure_latency"), Alert(400.0, "dr_heartbeat.measure_latency")]
+    rows = fault_rows(injected, 0.0, 300.0, view, reads, alerts)
+    assert (rows[0].detected_by, rows[0].alert_after_s, rows[0].flowing_again_after_s) == (
+        "dr_heartbeat.measure_latency",
+        50.0,
+        26.0,  # from the network's return (104) to the first record produced after it arriving (130)
+    )
+    assert rows[1].detected_by == "no alert" and rows[1].flowing_again_after_s is None
+
+
+def test_alerts_name_the_failed_task_or_the_operator_event():
+    got = alerts_from([{"dag_id": "dr_heartbeat", "task_id": "measure_latency"}, {"event": "failover"}], [1.0, 2.0])
+    assert [(a.at, a.what) for a in got] == [(1.0, "dr_heartbeat.measure_latency"), (2.0, "failover")]
+
+
+def test_the_report_prints_a_row_per_fault_and_ends_with_one_json_line():
+    rows = [FaultRow("spark-driver", 61.0, None, "no alert", None, 34.5, 0, 0)]
+    text = table(rows)
+    assert text.splitlines()[0].startswith("fault") and "spark-driver" in text.splitlines()[2]
+    doc = json.loads(json_line(rows, {"rto_seconds": 20.1}))
+    assert doc["rto_seconds"] == 20.1 and doc["faults"][0]["flowing_again_after_s"] == 34.5
