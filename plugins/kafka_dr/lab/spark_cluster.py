@@ -263,7 +263,7 @@ class SparkCluster:
                 state = "starting"
             else:
                 state = "alive" if entry.get("status", entry.get("state")) == "ALIVE" else "dead"
-            cores = entry.get("cores") if entry else None
+            cores = entry.get("cores") if entry and pid else None
             out.append(DaemonStatus(name, pid, state, cores, layout.ui_url(i)))
         return out
 
