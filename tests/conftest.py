@@ -106,7 +106,7 @@ def lab3():
 def spark_cluster():
     """A Spark standalone cluster of two one-core workers (kafka_dr.lab.spark_cluster) in a folder
     beside the test lab, whose config it leaves alone: jobs go there with ``--master
-    spark_cluster.running_master()``. Started on first use (about 20 s), stopped at the end."""
+    spark_cluster.running_master()``. Started on first use (about 10 s), stopped at the end."""
     from kafka_dr.lab.spark_cluster import SparkCluster, SparkLayout
 
     cluster = SparkCluster(TEST_LAB.with_name(TEST_LAB.name + "-spark"))

@@ -93,7 +93,7 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr lab up": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG=.*/\.lab/kafka-dr\.yaml$"),
     ".venv/bin/kafka-dr lab up --clusters 3": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
     ".venv/bin/kafka-dr lab status": Check(RUN, r"^west +127\.0\.0\.1:\d+ +\d+ +healthy"),
-    # docs/operations.md: the lab's Spark cluster, started once (about 20 s) between the lab's first verbs
+    # docs/operations.md: the lab's Spark cluster, started once (about 10 s) between the lab's first verbs
     ".venv/bin/kafka-dr lab spark up --workers 2": Check(
         RUN, r"^lab config: .*/\.lab/kafka-dr\.yaml \(spark\.master: spark://127\.0\.0\.1:\d+\)$"
     ),
