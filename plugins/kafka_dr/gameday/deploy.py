@@ -85,8 +85,10 @@ class Deployment:
         west = next(c for c in self.lab.clusters() if c.name == WEST)
         self.proxy = TcpProxy.for_cluster(west).start()
         self.say(f"spark: a master and {self.spark_workers} workers")
+        # two cores a worker, as the lab's default: both continuous flows hold one core each for
+        # as long as they run, and the data-quality job needs one more
         layout = self.spark.up(
-            SparkLayout(self.ports.spark, self.ports.spark_ui, workers=self.spark_workers, cores=1, memory="1g")
+            SparkLayout(self.ports.spark, self.ports.spark_ui, workers=self.spark_workers, cores=2, memory="2g")
         )
         point_lab_config(lab_config, layout.master_url)
         self.webhook, self.smtp = WebhookReceiver(), SmtpReceiver()
