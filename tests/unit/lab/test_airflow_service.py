@@ -109,7 +109,13 @@ def test_a_start_time_is_read_past_a_command_name_with_spaces_and_parentheses():
 
 
 def _sleeper(*argv: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *argv], start_new_session=True)
+    """A process whose command line names ``argv``, returned once it has exec'd (until then it
+    still shows the parent's command line, which a loaded machine makes visible)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *argv], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (argv and argv[-1] in (proc_state(proc.pid) or (0, ""))[1]):
+        time.sleep(0.05)
+    return proc
 
 
 def test_a_process_is_ours_only_with_its_recorded_start_time_and_an_airflow_command():
