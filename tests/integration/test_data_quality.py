@@ -215,3 +215,53 @@ def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spar
         and "no_missing: flow east_to_west" in mail
         and "schema_registry_equal" in mail
     )
+
+
+CLEANER = {"cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.01"}
+
+
+def test_compacted_topic_compares_the_latest_record_per_key(lab, lab_config, spark, tmp_path, receivers, topic_name):
+    """The source's cleaner drops superseded values the target still holds: the clusters agree
+    (the latest record of each key is the same). A target whose latest copy of a key is older
+    than the source's is named: the newest value is missing there."""
+    from kafka_dr.dq import run_data_quality
+
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    hook, smtp = receivers
+    path = dq_config(lab, tmp_path, [topic_name], hook, smtp)
+    doc = yaml.safe_load(path.read_text())
+    doc["topic_config"] = {"exclude": ["segment\\.ms", "min\\.cleanable\\.dirty\\.ratio"]}  # cleaner tuning per cluster
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cfg = load_config(path)
+    ensure_topic(clients.admin(east), topic_name, partitions=1, config=CLEANER)
+    ensure_topic(clients.admin(west), topic_name, partitions=1, config={"cleanup.policy": "compact"})
+    now = int(time.time() * 1000)
+    rows = [(f"k{i}".encode(), b"v1", None, now, 0) for i in range(10)]
+    rows += [(f"k{i}".encode(), b"v2", None, now, 0) for i in range(5)]
+    rows += [(b"k9", None, None, now, 0)]  # a tombstone: k9 deleted
+    produce_all(clients.producer(east), topic_name, rows)
+    run_all(path, spark, topic_name)  # west holds every value, superseded ones included
+
+    time.sleep(0.5)  # older than segment.ms: the next record rolls the segment, the cleaner takes the old one
+    produce_all(clients.producer(east), topic_name, [(b"k5", b"v2", None, int(time.time() * 1000), 0)])
+    deadline = time.monotonic() + 90
+    while (b"k0", b"v1") in {(r.key, r.value) for r in read_topic(east, topic_name)}:
+        assert time.monotonic() < deadline, "east's log cleaner never compacted the topic"
+        time.sleep(1)
+    run_all(path, spark, topic_name)
+    assert len(read_topic(west, topic_name)) == 17 > len(read_topic(east, topic_name))
+
+    result = run_data_quality(cfg, spark, publish_results=False)
+    assert result.success, result.summary()
+
+    # k1's latest copy on west is now its first value again (provenance names east's offset 1)
+    first = next(r for r in read_topic(west, topic_name) if r.key == b"k1")
+    produce_all(
+        clients.producer(west), topic_name, [(first.key, first.value, list(first.headers), first.timestamp_ms, 0)]
+    )
+    result = run_data_quality(cfg, spark, publish_results=False)
+    assert not result.success
+    where = f"flow east_to_west east/{topic_name}[0] -> west/{topic_name}[0]"
+    lines = [ln for ln in result.failures if where in ln]
+    assert any(ln.startswith("no_missing") and "missing=1" in ln for ln in lines), result.summary()
+    assert not any(ln.startswith(("no_unexpected", "no_duplicates", "counts_equal")) for ln in lines), result.summary()

@@ -13,7 +13,9 @@ computed, so they live here:
   (:func:`record_digest`). A partition's checksum is the *sum* of its digests: independent of
   order, so it compares the content, and the order is checked separately;
 - **window**: the offsets compared, closed at the replicated watermark (:class:`PartitionWindow`),
-  so records still in flight are not reported as missing.
+  so records still in flight are not reported as missing;
+- **compacted topics**: each cluster's log cleaner drops superseded values on its own
+  schedule, so there only the latest record of each key is compared (``kafka_dr.spark.compacted``).
 
 Nothing here does I/O.
 """
@@ -69,6 +71,19 @@ def record_digest(key: bytes | None, value: bytes | None, headers: Headers | Non
             h.update(v)
     h.update(_TS.pack(timestamp_ms))
     return int.from_bytes(h.digest(), "big") & _MASK63
+
+
+def key_digest(key: bytes | None) -> int | None:
+    """A 63-bit digest of a record key (``None`` for a null key): groups a compacted
+    partition's records by key without carrying the key itself."""
+    if key is None:
+        return None
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") & _MASK63
+
+
+def is_compacted(cleanup_policy: str | None) -> bool:
+    """Whether a topic's ``cleanup.policy`` (``compact``, ``delete`` or both) compacts."""
+    return "compact" in {p.strip() for p in (cleanup_policy or "").split(",")}
 
 
 @dataclass(frozen=True)
@@ -138,6 +153,7 @@ class PartitionWindow:
     limit: int
     target_start: int = 0
     target_end: int = 0
+    compacted: bool = False  #: the source topic's ``cleanup.policy`` compacts: compare latest per key
 
     @property
     def where(self) -> str:

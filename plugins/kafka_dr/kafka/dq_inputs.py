@@ -22,12 +22,12 @@ from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.dq import PartitionWindow, config_differences, window_bounds
+from kafka_dr.core.dq import PartitionWindow, config_differences, is_compacted, window_bounds
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_sync import plan_flow
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config, producer
 from kafka_dr.kafka.progress_store import read_committed_progress
-from kafka_dr.kafka.topic_admin import REQUEST_TIMEOUT, RESULT_TIMEOUT, topic_partitions
+from kafka_dr.kafka.topic_admin import REQUEST_TIMEOUT, RESULT_TIMEOUT, describe_topic_configs, topic_partitions
 from kafka_dr.kafka.topics import ensure_topic, partition_count
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,10 @@ def plan_windows(
         if tt in dst_topics and p < dst_topics[tt]
     ]
     progress_pairs = [(tt, p) for t, (tt, n) in routes.items() for p in range(n)]
+    try:
+        policies = describe_topic_configs(src_admin, list(routes), explicit_only=False, missing_ok=True)
+    except KafkaException as e:
+        raise ClusterUnreachable(f"data quality of flow {flow.name}: topic configs: {e.args[0].str()}") from None
 
     starts = _offsets(src_admin, flow.source, src_tps, OffsetSpec.earliest())
     before = read_committed_progress(cfg, flow, progress_pairs, resolve)
@@ -110,6 +114,7 @@ def plan_windows(
                     limit,
                     tstarts.get((tt, p), 0),
                     tends.get((tt, p), 0),
+                    is_compacted(policies.get(t, {}).get("cleanup.policy")),
                 )
             )
     return out

@@ -27,11 +27,12 @@ from pathlib import Path
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafka_dr.core.dq import PartitionWindow
+from kafka_dr.spark.compacted import empty_key_columns, latest_per_key
 
 RECORD_SCHEMA = (
     "flow string, topic string, partition long, side string, offset long, timestamp long, digest long, "
     "eligible boolean, id_cluster string, id_topic string, id_part long, id_offset long, origin_ts long, "
-    "unexpected_candidate boolean, self_origin boolean, malformed boolean"
+    "unexpected_candidate boolean, self_origin boolean, malformed boolean, key_hash long, tombstone boolean"
 )
 _FIELDS = [f.strip().split(" ")[0] for f in RECORD_SCHEMA.split(",")]
 BATCH = 100_000
@@ -100,7 +101,7 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-    from kafka_dr.core.dq import identity, read_origin, record_digest
+    from kafka_dr.core.dq import identity, key_digest, read_origin, record_digest
     from kafka_dr.core.loop import router_for
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.clients import client_config
@@ -191,6 +192,8 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
                 cols["unexpected_candidate"].append(unexpected)
                 cols["self_origin"].append(origin.present and origin.cluster == own)
                 cols["malformed"].append(origin.malformed)
+                cols["key_hash"].append(key_digest(m.key()))
+                cols["tombstone"].append(m.value() is None)
                 n += 1
                 if off + 1 >= part.end:
                     done = True
@@ -220,6 +223,7 @@ def _batch(pa, cols: dict[str, list], n: int, w: PartitionWindow, side: str):
         "unexpected_candidate": pa.bool_(),
         "self_origin": pa.bool_(),
         "malformed": pa.bool_(),
+        "tombstone": pa.bool_(),
     }
     return pa.RecordBatch.from_arrays(
         [pa.array(cols[f], type=types.get(f, pa.int64())) for f in _FIELDS], names=_FIELDS
@@ -257,12 +261,12 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
     ident = ["id_cluster", "id_topic", "id_part", "id_offset"]
     recs = records_frame(spark, config_path, windows).persist(StorageLevel.MEMORY_AND_DISK)  # read Kafka once
     src = recs.where((F.col("side") == "s") & F.col("eligible")).select(
-        *keys, *ident, "digest", F.col("offset").alias("src_offset")
+        *keys, *ident, "digest", "key_hash", "tombstone", F.col("offset").alias("src_offset")
     )
     tgt = recs.where(F.col("side") == "t")
 
     # target copies matched to eligible source records, and the unexpected ones
-    joined = tgt.join(src.drop("digest"), on=[*keys, *ident], how="left")
+    joined = tgt.join(src.select(*keys, *ident, "src_offset"), on=[*keys, *ident], how="left")
     matched = F.col("src_offset").isNotNull()
     in_comparison = joined.where(matched | F.col("unexpected_candidate"))
     order = Window.partitionBy(*keys).orderBy("offset")
@@ -296,11 +300,27 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
     )
 
     plan = spark.createDataFrame(
-        [(w.flow, w.source, w.target, w.topic, w.target_topic, w.partition, w.start, w.end) for w in windows],
+        [
+            (w.flow, w.source, w.target, w.topic, w.target_topic, w.partition, w.start, w.end, w.compacted)
+            for w in windows
+        ],
         "flow string, source string, target string, topic string, target_topic string, partition long, "
-        "window_start long, window_end long",
+        "window_start long, window_end long, compacted boolean",
     )
+    if any(w.compacted for w in windows):
+        compacted_keys = plan.where("compacted").select(*keys)
+        per_key = latest_per_key(src.join(compacted_keys, keys), in_comparison.join(compacted_keys, keys), keys)
+        plan = plan.join(per_key, keys, "left")
+    else:
+        plan = plan.select("*", *empty_key_columns())
     z = F.lit(0).cast("long")
+    dec0 = F.lit(0).cast("decimal(38,0)")
+
+    def per_key_or(column: str, regular):  # compacted windows compare the latest record per key
+        return F.when(F.col("compacted"), F.coalesce(F.col(column), dec0 if column.endswith("_sum") else z)).otherwise(
+            regular
+        )
+
     out = (
         plan.join(sside, keys, "left")
         .join(tside, keys, "left")
@@ -316,14 +336,14 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
             "partition",
             "window_start",
             "window_end",
-            F.coalesce("source_count", z).alias("source_count"),
-            F.coalesce("target_count", z).alias("target_count"),
-            (F.coalesce("source_count", z) - F.coalesce("distinct_copies", z)).alias("missing"),
+            per_key_or("k_source_count", F.coalesce("source_count", z)).alias("source_count"),
+            per_key_or("k_target_count", F.coalesce("target_count", z)).alias("target_count"),
+            per_key_or("k_missing", F.coalesce("source_count", z) - F.coalesce("distinct_copies", z)).alias("missing"),
             (F.coalesce("copies", z) - F.coalesce("distinct_copies", z)).alias("duplicated"),
-            F.coalesce("unexpected", z).alias("unexpected"),
+            per_key_or("k_unexpected", F.coalesce("unexpected", z)).alias("unexpected"),
             F.coalesce("out_of_order", z).alias("out_of_order"),
-            F.coalesce(F.col("source_sum"), F.lit(0).cast("decimal(38,0)")).cast("string").alias("source_checksum"),
-            F.coalesce(F.col("target_sum"), F.lit(0).cast("decimal(38,0)")).cast("string").alias("target_checksum"),
+            per_key_or("k_source_sum", F.coalesce(F.col("source_sum"), dec0)).cast("string").alias("source_checksum"),
+            per_key_or("k_target_sum", F.coalesce(F.col("target_sum"), dec0)).cast("string").alias("target_checksum"),
             F.col("latency_p50_ms").cast("double").alias("latency_p50_ms"),
             F.col("latency_p99_ms").cast("double").alias("latency_p99_ms"),
             F.coalesce("self_origin", z).alias("self_origin"),

@@ -1,18 +1,19 @@
 """Step 3 of a failback, the gate: the two clusters must hold the same records per
-topic-partition (count and an order-independent checksum), and the data-quality comparison
-(Spark + GX) of the flows between them must pass. A failed gate stops the failback and names
-each difference."""
+topic-partition (count and an order-independent checksum; on a compacted topic the same latest
+record per key), and the data-quality comparison (Spark + GX) of the flows between them must
+pass. A failed gate stops the failback and names each difference."""
 
 from __future__ import annotations
 
 import zlib
 
-from kafka_dr.core.dq import DataQualityFailed, record_digest
+from kafka_dr.core.dq import DataQualityFailed, is_compacted
 from kafka_dr.core.failback import RESYNC
-from kafka_dr.core.provenance import ORIGIN
+from kafka_dr.core.partition_compare import latest_by_key, latest_differences, record_identity
 from kafka_dr.dq import run_data_quality
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.reading import read_partitions
+from kafka_dr.kafka.topic_admin import describe_topic_configs
 from kafka_dr.workflows.failback_flows import FailbackRun
 
 LATENCY_NOT_CHECKED_MS = 10 * 365 * 86400 * 1000.0  #: the gate's latency bound: ten years
@@ -24,30 +25,50 @@ class GateFailed(RuntimeError):
         self.problems = problems
 
 
-def _identity(rec, here: str) -> tuple[int, bytes]:
-    """What must be equal on both clusters for one logical record: the data-quality digest
-    (key, value, own headers, timestamp) and the origin (local records are ``here``'s)."""
-    origin = next((v for k, v in rec.headers or () if k == ORIGIN), None)
-    return record_digest(
-        rec.key, rec.value, rec.headers, rec.timestamp_ms
-    ), origin if origin is not None else here.encode()
+def _read(run: FailbackRun, cluster: str, topic: str, partition: int):
+    c = clients.consumer(run.cfg.cluster(cluster), run.cfg.names.reader_group("failback-gate"), run.resolve)
+    try:
+        return read_partitions(c, topic, [partition], timeout=120)
+    finally:
+        c.close()
 
 
 def _partition_digests(run: FailbackRun, cluster: str, topic: str, partition: int, keep: bool):
-    """(count, order-independent checksum, per-digest offsets if ``keep``) of one partition."""
-    c = clients.consumer(run.cfg.cluster(cluster), run.cfg.names.reader_group("failback-gate"), run.resolve)
-    try:
-        records = read_partitions(c, topic, [partition], timeout=120)
-    finally:
-        c.close()
+    """(count, order-independent checksum, per-identity offsets if ``keep``) of one partition."""
     total, checksum, where = 0, 0, {}
-    for r in records:
-        d = _identity(r, cluster)
+    for r in _read(run, cluster, topic, partition):
+        d = record_identity(r, cluster)
         total += 1
         checksum = (checksum + d[0] + zlib.crc32(d[1])) % (1 << 64)
         if keep:
             where.setdefault(d, []).append(r.offset)
     return total, checksum, where
+
+
+def _record_differences(run: FailbackRun, t: str, p: int) -> tuple[int, list[str]]:
+    """(records on the survivor, differences) of a delete-policy partition: the same multiset."""
+    recovered, survivor = run.recovered, run.survivor
+    s_count, s_sum, _ = _partition_digests(run, survivor, t, p, keep=False)
+    r_count, r_sum, _ = _partition_digests(run, recovered, t, p, keep=False)
+    if (s_count, s_sum) == (r_count, r_sum):
+        return s_count, []
+    _, _, s_where = _partition_digests(run, survivor, t, p, keep=True)
+    _, _, r_where = _partition_digests(run, recovered, t, p, keep=True)
+    problems = []
+    for d in set(s_where) | set(r_where):
+        so, ro = s_where.get(d, []), r_where.get(d, [])
+        if len(so) > len(ro):
+            problems.append(f"{t}[{p}]: {survivor}@{so[len(ro) :][:5]} missing on {recovered}")
+        elif len(ro) > len(so):
+            problems.append(f"{t}[{p}]: {recovered}@{ro[len(so) :][:5]} not on {survivor} (extra or duplicated)")
+    return s_count, problems
+
+
+def _latest_differences(run: FailbackRun, t: str, p: int) -> tuple[int, list[str]]:
+    """(keys on the survivor, differences) of a compacted partition: the same latest per key."""
+    s_latest = latest_by_key(_read(run, run.survivor, t, p), run.survivor)
+    r_latest = latest_by_key(_read(run, run.recovered, t, p), run.recovered)
+    return len(s_latest), latest_differences(f"{t}[{p}]", run.survivor, run.recovered, s_latest, r_latest)
 
 
 def gate(run: FailbackRun) -> dict:
@@ -66,22 +87,15 @@ def gate(run: FailbackRun) -> dict:
         and t != cfg.cluster(survivor).schema_registry.topic
         for p in sorted(m.partitions)
     ]
+    configs = describe_topic_configs(a, sorted({t for t, _ in partitions}), explicit_only=False, missing_ok=True)
+    compacted = {t for t, c in configs.items() if is_compacted(c.get("cleanup.policy"))}
     problems: list[str] = []
     checked = 0
     for t, p in partitions:
-        s_count, s_sum, _ = _partition_digests(run, survivor, t, p, keep=False)
-        r_count, r_sum, _ = _partition_digests(run, recovered, t, p, keep=False)
-        checked += s_count
-        if (s_count, s_sum) == (r_count, r_sum):
-            continue
-        _, _, s_where = _partition_digests(run, survivor, t, p, keep=True)
-        _, _, r_where = _partition_digests(run, recovered, t, p, keep=True)
-        for d in set(s_where) | set(r_where):
-            so, ro = s_where.get(d, []), r_where.get(d, [])
-            if len(so) > len(ro):
-                problems.append(f"{t}[{p}]: {survivor}@{so[len(ro) :][:5]} missing on {recovered}")
-            elif len(ro) > len(so):
-                problems.append(f"{t}[{p}]: {recovered}@{ro[len(so) :][:5]} not on {survivor} (extra or duplicated)")
+        compare = _latest_differences if t in compacted else _record_differences
+        n, found = compare(run, t, p)
+        checked += n
+        problems += found
     if problems:
         raise GateFailed(
             f"failback gate: {recovered} and {survivor} differ in {len(problems)} place(s): "

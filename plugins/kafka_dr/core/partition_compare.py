@@ -1,0 +1,73 @@
+"""Whether two clusters hold the same records in one topic-partition: the failback gate's
+comparison, pure.
+
+A record is the same on both clusters when its data-quality digest (key, value, own headers,
+timestamp) and its origin are the same (:func:`record_identity`). A partition of a delete-policy
+topic must hold the same multiset of records; a compacted one only the same latest record per
+key, since each cluster's cleaner drops superseded values on its own schedule. A key whose
+latest record is a tombstone counts as absent: a cleaner removes the tombstone too, after
+``delete.retention.ms``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from kafka_dr.core.dq import record_digest
+from kafka_dr.core.provenance import ORIGIN, Headers
+
+Identity = tuple[int, bytes]
+
+
+class RecordLike(Protocol):
+    key: bytes | None
+    value: bytes | None
+    headers: Headers | None
+    timestamp_ms: int
+    offset: int
+
+
+def record_identity(rec: RecordLike, here: str) -> Identity:
+    """The record's digest and origin (a record without provenance is ``here``'s own)."""
+    origin = next((v for k, v in rec.headers or () if k == ORIGIN), None)
+    digest = record_digest(rec.key, rec.value, rec.headers, rec.timestamp_ms)
+    return digest, origin if origin is not None else here.encode()
+
+
+def latest_by_key(records: Iterable[RecordLike], here: str) -> dict[bytes | None, tuple[Identity, int]]:
+    """Key -> (identity, offset) of each key's latest record, keys whose latest is a tombstone
+    left out. ``records`` in offset order."""
+    latest: dict[bytes | None, RecordLike] = {}
+    for r in records:
+        latest[r.key] = r
+    return {k: (record_identity(r, here), r.offset) for k, r in latest.items() if r.value is not None}
+
+
+def _show(key: bytes | None) -> str:
+    if key is None:
+        return "null"
+    text = key.decode("utf-8", "backslashreplace")
+    return repr(text if len(text) <= 40 else text[:40] + "...")
+
+
+def latest_differences(
+    where: str,
+    survivor: str,
+    recovered: str,
+    s_latest: Mapping[bytes | None, tuple[Identity, int]],
+    r_latest: Mapping[bytes | None, tuple[Identity, int]],
+) -> list[str]:
+    """One line per key whose latest record differs between the clusters (``where``: ``t[p]``)."""
+    out = []
+    for key in sorted(set(s_latest) | set(r_latest), key=lambda k: (k is not None, k or b"")):
+        s, r = s_latest.get(key), r_latest.get(key)
+        if s is not None and r is not None and s[0] == r[0]:
+            continue
+        if r is None:
+            out.append(f"{where}: key {_show(key)}: latest {survivor}@{s[1]} missing on {recovered}")  # type: ignore[index]
+        elif s is None:
+            out.append(f"{where}: key {_show(key)}: {recovered}@{r[1]} not on {survivor} (extra)")
+        else:
+            out.append(f"{where}: key {_show(key)}: latest differs, {survivor}@{s[1]} vs {recovered}@{r[1]}")
+    return out
