@@ -190,6 +190,19 @@ def session_members(sid: int) -> list[int]:
     return found
 
 
+def leftover_sessions(state: dict) -> list[int]:
+    """Sessions of the service whose leader died with processes left in them: the tasks a
+    killed scheduler's executor was running go on in its session. A session id is not given
+    to a new process while any member still uses it, so these are still ours."""
+    dead = [e["pid"] for e in (state.get("processes") or {}).values() if e and e.get("pid") and not is_ours(e)]
+    out = []
+    for sid in sorted({*state.get("leftover_sessions", ()), *dead}):
+        members = session_members(sid)
+        if members and sid not in members:  # a live leader with this pid is another process's session
+            out.append(sid)
+    return out
+
+
 def stop_session(pid: int, timeout: float = 30.0) -> None:
     """SIGTERM every process of the session ``pid`` leads, then SIGKILL what is left after
     ``timeout``. Only called for a pid :func:`is_ours` accepted. The session, not the process
@@ -276,7 +289,12 @@ class AirflowService:
         pg = self.postgres(spec)
         pg.ensure()
         keys = state.get("keys") or new_keys()
-        state = {"spec": asdict(spec), "keys": keys, "processes": running}
+        state = {
+            "spec": asdict(spec),
+            "keys": keys,
+            "processes": running,
+            "leftover_sessions": leftover_sessions(state),
+        }
         self._save(state)
         env = service_env(spec, cfg, pg.url, keys, dict(os.environ))
         home = Path(spec.home)
@@ -318,12 +336,15 @@ class AirflowService:
             if is_ours(entry):
                 stop_session(entry["pid"])
                 stopped.append(role)
+        for sid in leftover_sessions(state):
+            stop_session(sid)
+            stopped.append(f"tasks of an earlier session {sid}")
         if state.get("spec"):
             pg = self.postgres(ServiceSpec(**state["spec"]))
             if pg.running():
                 pg.stop()
                 stopped.append("postgresql")
-            state["processes"] = {}
+            state["processes"], state["leftover_sessions"] = {}, []
             self._save(state)
         return stopped
 

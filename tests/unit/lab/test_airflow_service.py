@@ -3,6 +3,7 @@ and health judgement, and how it recognises and stops its own processes."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from kafka_dr.lab.airflow_service import (
     ServiceSpec,
     health_problems,
     is_ours,
+    leftover_sessions,
     proc_state,
     resolve_spec,
     role_argv,
@@ -144,6 +146,36 @@ def test_stopping_a_process_stops_its_whole_session_other_process_groups_too():
     assert len(members) >= 3 and len({os.getpgid(m) for m in members}) == 2
     stop_session(leader.pid, timeout=10)
     assert all(proc_state(pid) is None for pid in members)
+
+
+def test_the_tasks_of_a_killed_scheduler_are_stopped_by_down(tmp_path):
+    """kill -9 of a scheduler leaves its executor's task processes running in its session; a
+    restart records that session and ``down`` stops it with the rest."""
+    leader = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"], start_new_session=True)
+    deadline = time.monotonic() + 10
+    while len(session_members(leader.pid)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    entry = {"pid": leader.pid, "start": proc_state(leader.pid)[0]}
+    leader.kill()
+    leader.wait()
+    tasks = session_members(leader.pid)
+    assert len(tasks) == 2
+    state = {"processes": {"scheduler": entry}}
+    assert leftover_sessions(state) == [leader.pid]
+    (tmp_path / "airflow.json").write_text(json.dumps(state))
+    assert AirflowService(tmp_path).down() == [f"tasks of an earlier session {leader.pid}"]
+    assert all(proc_state(pid) is None for pid in tasks)
+    assert leftover_sessions(state) == []
+
+
+def test_a_live_session_leader_is_never_a_leftover():
+    other = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        assert leftover_sessions({"processes": {"scheduler": {"pid": other.pid, "start": 0}}}) == []
+        assert leftover_sessions({"leftover_sessions": [other.pid]}) == []
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_a_lab_without_a_service_has_nothing_to_stop_and_no_status(tmp_path):
