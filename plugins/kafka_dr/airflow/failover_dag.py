@@ -132,6 +132,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
         g = groups()
         r = rpo()
         a = record(r)
-        c >> s >> g >> r
+        # the RPO report and the consumer move both need the flows stopped, not each other
+        c >> s >> [g, r]
         summarize(c, s, g, r, a)
     return dag

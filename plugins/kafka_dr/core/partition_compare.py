@@ -11,6 +11,7 @@ latest record is a tombstone counts as absent: a cleaner removes the tombstone t
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
@@ -33,6 +34,28 @@ def record_identity(rec: RecordLike, here: str) -> Identity:
     origin = next((v for k, v in rec.headers or () if k == ORIGIN), None)
     digest = record_digest(rec.key, rec.value, rec.headers, rec.timestamp_ms)
     return digest, origin if origin is not None else here.encode()
+
+
+def split_in_flight(
+    records: Iterable[RecordLike], here: str, upto: int | None = None, skip: Iterable[Identity] = ()
+) -> tuple[list[tuple[RecordLike, Identity]], list[Identity]]:
+    """(records compared with their identities, identities in flight) of one partition.
+
+    On the survivor, records at or past ``upto`` (the copied flow's committed progress) are in
+    flight: its producers may still write, and the normal flows copy those after the failback.
+    On the recovered cluster, ``skip`` (the survivor's in-flight identities) leaves out the
+    originals of its own records that reached the survivor late, one per identity."""
+    compared, in_flight = [], []
+    left = Counter(skip)
+    for r in records:
+        d = record_identity(r, here)
+        if upto is not None and r.offset >= upto:
+            in_flight.append(d)
+        elif left[d] > 0:
+            left[d] -= 1
+        else:
+            compared.append((r, d))
+    return compared, in_flight
 
 
 def latest_by_key(records: Iterable[RecordLike], here: str) -> dict[bytes | None, tuple[Identity, int]]:

@@ -112,10 +112,10 @@ class Deployment:
 
         return LAB_USER, json.loads(passwords_file(Path(home)).read_text())[LAB_USER]
 
-    def enable_dags(self, timeout: float = 300.0) -> list[str]:
-        """Unpause every kafka-dr DAG, as an operator does in the UI, once the dag-processor
-        has parsed them all (the flows' DAGs and the operator DAGs listed, and no new one for
-        a while)."""
+    def enable_dags(self, which=lambda dag_id: True, timeout: float = 300.0) -> list[str]:
+        """Unpause the kafka-dr DAGs ``which`` selects, as an operator does in the UI, once the
+        dag-processor has parsed them all (the flows' DAGs and the operator DAGs listed, and
+        no new one for a while)."""
         assert self.api is not None and self.cfg is not None
         wanted = {f"dr_replicate_{f.name}" for f in self.cfg.flows} | {"dr_failover", "dr_failback", "dr_heartbeat"}
         deadline = time.monotonic() + timeout
@@ -128,9 +128,10 @@ class Deployment:
             time.sleep(5)
         else:
             raise TimeoutError(f"Airflow did not list the DAGs {sorted(wanted - set(ids))} within {timeout:.0f}s")
-        for dag_id in ids:
+        chosen = [dag_id for dag_id in ids if which(dag_id)]
+        for dag_id in chosen:
             self.api.unpause(dag_id)
-        return ids
+        return chosen
 
     # --- down -------------------------------------------------------------------------
 

@@ -72,12 +72,14 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, say=print) -
         d, "dr_failover", conf
     )
     say(f"disaster: dr_failover {log.failover_state} after {log.failover_done_at - log.failover_triggered_at:.0f}s")
-    log.west_at_failover = read_cluster(west, NAMES)
     traffic.redirect(EAST, west)
     log.moves_out.append(readers.move(NAMES.group(EAST), west))
     first = readers.first_read(NAMES.group(EAST), timeout=300)
     log.rto_s = None if first is None else first - log.failover_triggered_at
-    say(f"disaster: east's app on west; RTO (trigger -> first read) {log.rto_s}")
+    say(f"disaster: east's app on west; RTO (trigger -> first read) {'none' if first is None else f'{log.rto_s:.1f}s'}")
+    # east-origin records cannot reach west any more (east is down, its flows stopped): what
+    # west holds of them now is what it held at the failover
+    log.west_at_failover = read_cluster(west, NAMES)
     time.sleep(ON_WEST_S)
 
     say("disaster: east started again")

@@ -6,11 +6,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-#: Every periodic DAG runs at least once a minute: a game day of minutes must see them act.
+#: Every periodic DAG runs at least every two minutes: a game day of minutes must see them act.
+#: Heartbeats and the supervisor every minute: they detect a cut and restart a dead flow.
 SCHEDULES = {
     "heartbeat": "* * * * *",
-    "cluster_health": "* * * * *",
-    "offset_sync": "* * * * *",
+    "cluster_health": "*/2 * * * *",
+    "offset_sync": "*/2 * * * *",
     "replication_supervisor": "* * * * *",
     "topic_config_sync": "*/2 * * * *",
     "schema_mirror": "*/2 * * * *",

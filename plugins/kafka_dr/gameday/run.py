@@ -105,6 +105,10 @@ def _settle(d: Deployment, view, timeout: float, say) -> dict:
         time.sleep(10)
 
 
+def is_replication_dag(dag_id: str) -> bool:
+    return dag_id.startswith("dr_replicate_")
+
+
 def run_gameday(
     folder: Path,
     minutes: float,
@@ -123,13 +127,15 @@ def run_gameday(
         clusters = {app: d.cfg.cluster(app) for app in NAMES.apps}
         for c in clusters.values():
             ensure_topics(c, NAMES)
-        say(f"airflow: unpaused {', '.join(d.enable_dags())}")
+        # replication first, as an operator brings a deployment up; the rest once it flows
+        say(f"airflow: unpaused {', '.join(d.enable_dags(is_replication_dag))}")
         traffic = Traffic(clusters, NAMES, TrafficSettings(rate=TRAFFIC_RATE)).start()
         readers = Readers(NAMES).start_apps(clusters)
         sampler = MemorySampler(lambda: memory_roles(d)).start()
         t0 = time.time()
         flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
-        say(f"replication flowing both ways {flowing - t0:.0f}s after the DAGs were unpaused")
+        say(f"replication flowing both ways {flowing - t0:.0f}s after its DAGs were unpaused")
+        say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_replication_dag(dag_id)))}")
         t0 = flowing
         injected: list[faults.Injected] = []
         disaster: DisasterLog | None = None

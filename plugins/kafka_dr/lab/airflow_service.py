@@ -117,6 +117,11 @@ def service_env(
             "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
             # a task whose supervisor stopped heartbeating is failed (and retried) after this
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "120",
+            # an edited DAG file is parsed again at once; an unchanged one (the config it reads
+            # may have changed) every two minutes, by one process: parsing every 30 s by two
+            # took most of a core from the flows on a small machine
+            "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "120",
+            "AIRFLOW__DAG_PROCESSOR__PARSING_PROCESSES": "1",
             # every process signs and checks the same tokens: the task runners' and the UI's
             "AIRFLOW__API_AUTH__JWT_SECRET": keys["jwt_secret"],
             "AIRFLOW__API__SECRET_KEY": keys["secret_key"],
@@ -299,7 +304,7 @@ class AirflowService:
         env = service_env(spec, cfg, pg.url, keys, dict(os.environ))
         home = Path(spec.home)
         ensure_login(home)
-        if len(running) < len(ROLES):
+        if not running:  # a part restarted beside running ones finds the database migrated
             self._migrate(env, home)
         deadline = time.monotonic() + timeout
         for role in ROLES:

@@ -1,8 +1,14 @@
-"""Step 2 of a failback: copy in rounds until a round copies nothing, with the replication
-engine's copier run outside Spark (a failback copy is a bounded one-off)."""
+"""Step 2 of a failback: copy in rounds until caught up, with the replication engine's copier
+run outside Spark (a failback copy is a bounded one-off).
+
+Caught up: a round copied nothing, or copied everything pending at its start within
+:data:`CAUGHT_UP_SECONDS`. Producers may still write to the survivor (they move back only
+after the run); what they write after the last round is left to the normal flows, which run
+again once the failback ends, and the gate leaves it out as in flight."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from kafka_dr.core.config import DrConfig, FlowConfig
@@ -18,6 +24,8 @@ from kafka_dr.workflows.failback_flows import FailbackRun
 from kafka_dr.workflows.failback_handover import hand_over_seed
 
 MAX_ROUNDS = 20
+#: a round that copied all its backlog within this leaves less than this much of the survivor's writes behind
+CAUGHT_UP_SECONDS = 15.0
 
 
 def copy_round(
@@ -104,8 +112,8 @@ def _plans(run: FailbackRun) -> list[tuple[FlowConfig, dict]]:
 
 
 def copy_until_caught_up(run: FailbackRun, max_rounds: int = MAX_ROUNDS) -> dict:
-    """Copy in rounds until a round finds nothing new in any direction (the ordering guard:
-    producers move back only after this), then report what went where."""
+    """Copy in rounds until caught up in every direction (the ordering guard: producers move
+    back only after this), then report what went where."""
     plans = _plans(run)
     if run.dry_run:
         return {
@@ -115,20 +123,22 @@ def copy_until_caught_up(run: FailbackRun, max_rounds: int = MAX_ROUNDS) -> dict
         }
     totals = {f.name: 0 for f, _ in plans}
     rounds = 0
+    took = 0.0
     for rounds in range(1, max_rounds + 1):  # noqa: B007 - the last round is reported
-        written = 0
+        written, began = 0, time.monotonic()
         for f, kw in plans:
             r = copy_round(run.cfg, f, run.resolve, **kw)
             totals[f.name] += r["written"]
             written += r["written"]
-        if written == 0:
+        took = time.monotonic() - began
+        if written == 0 or took <= CAUGHT_UP_SECONDS:
             break
     else:
         raise RuntimeError(
             f"failback {run.survivor} -> {run.recovered}: still copying after {max_rounds} rounds ({totals}); "
             f"the survivor's producers write faster than the failback copies"
         )
-    report = {"mode": run.mode, "rounds": rounds, "written": totals}
+    report = {"mode": run.mode, "rounds": rounds, "written": totals, "last_round_seconds": round(took, 1)}
     if run.mode == RESEED:
         # the normal flows take over now (they stay skipped until restart_flows clears the
         # failed mark), so the data-quality gate can compare them at their watermarks

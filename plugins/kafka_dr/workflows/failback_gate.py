@@ -1,17 +1,17 @@
 """Step 3 of a failback, the gate: the two clusters must hold the same records per
 topic-partition (count and an order-independent checksum; on a compacted topic the same latest
-record per key), and the data-quality comparison (Spark + GX) of the flows between them must
-pass. A failed gate stops the failback and names each difference."""
+record per key), up to the copied flow's committed progress on the survivor, and the
+data-quality comparison (Spark + GX) of the flows between them must pass. A failed gate stops
+the failback and names each difference."""
 
 from __future__ import annotations
 
-import zlib
-
 from kafka_dr.core.dq import DataQualityFailed, is_compacted
 from kafka_dr.core.failback import RESYNC
-from kafka_dr.core.partition_compare import latest_by_key, latest_differences, record_identity
+from kafka_dr.core.partition_compare import latest_by_key, latest_differences, split_in_flight
 from kafka_dr.dq import run_data_quality
 from kafka_dr.kafka import clients
+from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topic_admin import describe_topic_configs
 from kafka_dr.workflows.failback_flows import FailbackRun
@@ -26,6 +26,8 @@ class GateFailed(RuntimeError):
 
 
 def _read(run: FailbackRun, cluster: str, topic: str, partition: int):
+    """Every record of one partition, in offset order (the survivor's in-flight ones: see
+    :func:`~kafka_dr.core.partition_compare.split_in_flight`)."""
     c = clients.consumer(run.cfg.cluster(cluster), run.cfg.names.reader_group("failback-gate"), run.resolve)
     try:
         return read_partitions(c, topic, [partition], timeout=120)
@@ -33,27 +35,16 @@ def _read(run: FailbackRun, cluster: str, topic: str, partition: int):
         c.close()
 
 
-def _partition_digests(run: FailbackRun, cluster: str, topic: str, partition: int, keep: bool):
-    """(count, order-independent checksum, per-identity offsets if ``keep``) of one partition."""
-    total, checksum, where = 0, 0, {}
-    for r in _read(run, cluster, topic, partition):
-        d = record_identity(r, cluster)
-        total += 1
-        checksum = (checksum + d[0] + zlib.crc32(d[1])) % (1 << 64)
-        if keep:
-            where.setdefault(d, []).append(r.offset)
-    return total, checksum, where
-
-
-def _record_differences(run: FailbackRun, t: str, p: int) -> tuple[int, list[str]]:
-    """(records on the survivor, differences) of a delete-policy partition: the same multiset."""
+def _record_differences(run: FailbackRun, t: str, p: int, upto: int | None) -> tuple[int, list[str]]:
+    """(records compared, differences) of a delete-policy partition: the same multiset."""
     recovered, survivor = run.recovered, run.survivor
-    s_count, s_sum, _ = _partition_digests(run, survivor, t, p, keep=False)
-    r_count, r_sum, _ = _partition_digests(run, recovered, t, p, keep=False)
-    if (s_count, s_sum) == (r_count, r_sum):
-        return s_count, []
-    _, _, s_where = _partition_digests(run, survivor, t, p, keep=True)
-    _, _, r_where = _partition_digests(run, recovered, t, p, keep=True)
+    s_recs, in_flight = split_in_flight(_read(run, survivor, t, p), survivor, upto)
+    r_recs, _ = split_in_flight(_read(run, recovered, t, p), recovered, skip=in_flight)
+    s_where: dict = {}
+    r_where: dict = {}
+    for recs, where in ((s_recs, s_where), (r_recs, r_where)):
+        for r, d in recs:
+            where.setdefault(d, []).append(r.offset)
     problems = []
     for d in set(s_where) | set(r_where):
         so, ro = s_where.get(d, []), r_where.get(d, [])
@@ -61,13 +52,15 @@ def _record_differences(run: FailbackRun, t: str, p: int) -> tuple[int, list[str
             problems.append(f"{t}[{p}]: {survivor}@{so[len(ro) :][:5]} missing on {recovered}")
         elif len(ro) > len(so):
             problems.append(f"{t}[{p}]: {recovered}@{ro[len(so) :][:5]} not on {survivor} (extra or duplicated)")
-    return s_count, problems
+    return len(s_recs), sorted(problems)
 
 
-def _latest_differences(run: FailbackRun, t: str, p: int) -> tuple[int, list[str]]:
-    """(keys on the survivor, differences) of a compacted partition: the same latest per key."""
-    s_latest = latest_by_key(_read(run, run.survivor, t, p), run.survivor)
-    r_latest = latest_by_key(_read(run, run.recovered, t, p), run.recovered)
+def _latest_differences(run: FailbackRun, t: str, p: int, upto: int | None) -> tuple[int, list[str]]:
+    """(keys compared, differences) of a compacted partition: the same latest record per key."""
+    s_recs, in_flight = split_in_flight(_read(run, run.survivor, t, p), run.survivor, upto)
+    r_recs, _ = split_in_flight(_read(run, run.recovered, t, p), run.recovered, skip=in_flight)
+    s_latest = latest_by_key((r for r, _ in s_recs), run.survivor)
+    r_latest = latest_by_key((r for r, _ in r_recs), run.recovered)
     return len(s_latest), latest_differences(f"{t}[{p}]", run.survivor, run.recovered, s_latest, r_latest)
 
 
@@ -89,11 +82,12 @@ def gate(run: FailbackRun) -> dict:
     ]
     configs = describe_topic_configs(a, sorted({t for t, _ in partitions}), explicit_only=False, missing_ok=True)
     compacted = {t for t, c in configs.items() if is_compacted(c.get("cleanup.policy"))}
+    progress = read_committed_progress(cfg, flow, partitions, run.resolve)
     problems: list[str] = []
     checked = 0
     for t, p in partitions:
         compare = _latest_differences if t in compacted else _record_differences
-        n, found = compare(run, t, p)
+        n, found = compare(run, t, p, (progress.get((t, p)) or {}).get("next_offset"))
         checked += n
         problems += found
     if problems:

@@ -62,3 +62,21 @@ def test_key_digest_is_stable_positive_and_null_aware():
     assert key_digest(b"k") == key_digest(b"k") != key_digest(b"K")
     assert 0 <= key_digest(b"k") < 1 << 63
     assert key_digest(b"") is not None
+
+
+def test_records_past_the_progress_are_in_flight_and_left_out_on_both_sides():
+    from kafka_dr.core.partition_compare import split_in_flight
+
+    survivor = [
+        Rec(b"a", b"1", 0),
+        Rec(b"b", b"1", 1, headers=[(ORIGIN, b"east")]),  # east's own record, copied to west
+        Rec(b"c", b"1", 2),  # past the progress: not on east yet
+        Rec(b"d", b"1", 3, headers=[(ORIGIN, b"east")]),  # east's, reached west late
+    ]
+    recovered = [Rec(b"a", b"1", 0, headers=[(ORIGIN, b"west")]), Rec(b"b", b"1", 1), Rec(b"d", b"1", 2)]
+    s, in_flight = split_in_flight(survivor, "west", upto=2)
+    r, _ = split_in_flight(recovered, "east", skip=in_flight)
+    assert [x.offset for x, _ in s] == [0, 1] and [x.offset for x, _ in r] == [0, 1]
+    assert sorted(d for _, d in s) == sorted(d for _, d in r)
+    everything, none = split_in_flight(survivor, "west")
+    assert len(everything) == 4 and none == []
