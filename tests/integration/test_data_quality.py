@@ -253,6 +253,11 @@ def test_compacted_topic_compares_the_latest_record_per_key(lab, lab_config, spa
 
     result = run_data_quality(cfg, spark, publish_results=False)
     assert result.success, result.summary()
+    # k2 written on west itself (as after a failover): its latest value there is not a copy; a
+    # cleaner may drop the copy under it, so the key is not judged
+    produce_all(clients.producer(west), topic_name, [(b"k2", b"written on west", None, int(time.time() * 1000), 0)])
+    result = run_data_quality(cfg, spark, publish_results=False)
+    assert result.success, result.summary()
 
     # k1's latest copy on west is now its first value again (provenance names east's offset 1)
     first = next(r for r in read_topic(west, topic_name) if r.key == b"k1")

@@ -6,13 +6,14 @@ timestamp) and its origin are the same (:func:`record_identity`). A partition of
 topic must hold the same multiset of records; a compacted one only the same latest record per
 key, since each cluster's cleaner drops superseded values on its own schedule. A key whose
 latest record is a tombstone counts as absent: a cleaner removes the tombstone too, after
-``delete.retention.ms``.
+``delete.retention.ms``. A key with a record in flight on the survivor is not judged on a
+compacted topic: its cleaner may already have dropped the values below the in-flight one.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Protocol
 
 from kafka_dr.core.dq import record_digest
@@ -38,8 +39,8 @@ def record_identity(rec: RecordLike, here: str) -> Identity:
 
 def split_in_flight(
     records: Iterable[RecordLike], here: str, upto: int | None = None, skip: Iterable[Identity] = ()
-) -> tuple[list[tuple[RecordLike, Identity]], list[Identity]]:
-    """(records compared with their identities, identities in flight) of one partition.
+) -> tuple[list[tuple[RecordLike, Identity]], list[tuple[RecordLike, Identity]]]:
+    """(records compared, records in flight) of one partition, each with its identity.
 
     On the survivor, records at or past ``upto`` (the copied flow's committed progress) are in
     flight: its producers may still write, and the normal flows copy those after the failback.
@@ -50,7 +51,7 @@ def split_in_flight(
     for r in records:
         d = record_identity(r, here)
         if upto is not None and r.offset >= upto:
-            in_flight.append(d)
+            in_flight.append((r, d))
         elif left[d] > 0:
             left[d] -= 1
         else:
@@ -58,13 +59,19 @@ def split_in_flight(
     return compared, in_flight
 
 
-def latest_by_key(records: Iterable[RecordLike], here: str) -> dict[bytes | None, tuple[Identity, int]]:
+def latest_by_key(
+    records: Iterable[RecordLike], here: str, not_judged: Collection[bytes | None] = ()
+) -> dict[bytes | None, tuple[Identity, int]]:
     """Key -> (identity, offset) of each key's latest record, keys whose latest is a tombstone
-    left out. ``records`` in offset order."""
+    and ``not_judged`` keys left out. ``records`` in offset order."""
     latest: dict[bytes | None, RecordLike] = {}
     for r in records:
         latest[r.key] = r
-    return {k: (record_identity(r, here), r.offset) for k, r in latest.items() if r.value is not None}
+    return {
+        k: (record_identity(r, here), r.offset)
+        for k, r in latest.items()
+        if r.value is not None and k not in not_judged
+    }
 
 
 def _show(key: bytes | None) -> str:

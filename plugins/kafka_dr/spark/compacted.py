@@ -7,7 +7,8 @@ its latest copy is of the same source record, or when it holds none and the sour
 a tombstone (a cleaner removes a tombstone, and every older value of its key, after
 ``delete.retention.ms``). An older copy is the newest value missing; a copy of a newer source
 offset is a record the source never had. Keys the source no longer holds in the window
-(superseded by a record past its end) are not judged. Duplicates and order are still checked
+(superseded by a record past its end), and keys whose latest record on the target came from
+elsewhere, are not judged. Duplicates and order are still checked
 record by record: a cleaner keeps the order of what it keeps, and a duplicate copy survives
 until it is superseded.
 """
@@ -18,13 +19,14 @@ from __future__ import annotations
 KEY_COLUMNS = ("k_source_count", "k_target_count", "k_missing", "k_unexpected", "k_source_sum", "k_target_sum")
 
 
-def latest_per_key(src, in_comparison, keys: list[str]):
+def latest_per_key(src, target, keys: list[str]):
     """Per compacted window: counts, checksums, missing and unexpected over the latest record
     of each key.
 
     :param src: the source's eligible records (``src_offset``, ``digest``, ``key_hash``, ``tombstone``)
-    :param in_comparison: the target's copies and unexpected candidates (``offset``,
-        ``src_offset`` when matched, ``id_offset``, ``digest``, ``key_hash``)
+    :param target: every record of the target partition (``offset``, ``src_offset`` when it is
+        a copy of a compared source record, ``id_offset``, ``digest``, ``key_hash``, and
+        ``ours``: a copy or an unexpected candidate of this flow)
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -36,13 +38,16 @@ def latest_per_key(src, in_comparison, keys: list[str]):
     s = latest(src, "src_offset").select(
         *keys, "key_hash", F.col("src_offset").alias("s_pos"), F.col("digest").alias("s_digest"), "tombstone"
     )
-    t = latest(in_comparison, "offset").select(
+    t = latest(target, "offset").select(
         *keys,
         "key_hash",
+        "ours",
         F.coalesce("src_offset", "id_offset").alias("t_pos"),  # the source offset the copy names
         F.col("digest").alias("t_digest"),
     )
-    j = s.join(t, [*keys, "key_hash"], "left")
+    # a key whose latest record on the target came from elsewhere (written there after a
+    # failover, or by another flow) is not judged: the cleaner may have dropped the copy under it
+    j = s.join(t, [*keys, "key_hash"], "left").where(F.col("ours").isNull() | F.col("ours"))
     held = F.col("t_pos").isNotNull()
     # never null: a null here would drop out of the sums below
     missing = F.when(held, F.col("t_pos") < F.col("s_pos")).otherwise(~F.col("tombstone"))

@@ -309,7 +309,8 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
     )
     if any(w.compacted for w in windows):
         compacted_keys = plan.where("compacted").select(*keys)
-        per_key = latest_per_key(src.join(compacted_keys, keys), in_comparison.join(compacted_keys, keys), keys)
+        target = joined.withColumn("ours", matched | F.col("unexpected_candidate"))
+        per_key = latest_per_key(src.join(compacted_keys, keys), target.join(compacted_keys, keys), keys)
         plan = plan.join(per_key, keys, "left")
     else:
         plan = plan.select("*", *empty_key_columns())

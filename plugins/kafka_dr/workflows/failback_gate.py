@@ -39,7 +39,7 @@ def _record_differences(run: FailbackRun, t: str, p: int, upto: int | None) -> t
     """(records compared, differences) of a delete-policy partition: the same multiset."""
     recovered, survivor = run.recovered, run.survivor
     s_recs, in_flight = split_in_flight(_read(run, survivor, t, p), survivor, upto)
-    r_recs, _ = split_in_flight(_read(run, recovered, t, p), recovered, skip=in_flight)
+    r_recs, _ = split_in_flight(_read(run, recovered, t, p), recovered, skip=[d for _, d in in_flight])
     s_where: dict = {}
     r_where: dict = {}
     for recs, where in ((s_recs, s_where), (r_recs, r_where)):
@@ -56,11 +56,13 @@ def _record_differences(run: FailbackRun, t: str, p: int, upto: int | None) -> t
 
 
 def _latest_differences(run: FailbackRun, t: str, p: int, upto: int | None) -> tuple[int, list[str]]:
-    """(keys compared, differences) of a compacted partition: the same latest record per key."""
+    """(keys compared, differences) of a compacted partition: the same latest record per key,
+    keys with a record in flight left out."""
     s_recs, in_flight = split_in_flight(_read(run, run.survivor, t, p), run.survivor, upto)
-    r_recs, _ = split_in_flight(_read(run, run.recovered, t, p), run.recovered, skip=in_flight)
-    s_latest = latest_by_key((r for r, _ in s_recs), run.survivor)
-    r_latest = latest_by_key((r for r, _ in r_recs), run.recovered)
+    r_recs, _ = split_in_flight(_read(run, run.recovered, t, p), run.recovered, skip=[d for _, d in in_flight])
+    moving = {r.key for r, _ in in_flight}  # a newer value is on its way
+    s_latest = latest_by_key((r for r, _ in s_recs), run.survivor, moving)
+    r_latest = latest_by_key((r for r, _ in r_recs), run.recovered, moving)
     return len(s_latest), latest_differences(f"{t}[{p}]", run.survivor, run.recovered, s_latest, r_latest)
 
 
