@@ -13,7 +13,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         help="deploy 3-broker clusters, Spark and Airflow on a lab of their own, inject faults, prove nothing was lost",
     )
     p.add_argument("--minutes", type=float, default=30.0, help="length of the fault script (default 30)")
-    p.add_argument("--short", action="store_true", help="one fault of each kind, then the disaster (about 10 min)")
+    p.add_argument("--short", action="store_true", help="each fault kind once, then the disaster (~20 min on 2 cores)")
     p.add_argument("--brokers", type=int, default=3, help="brokers per cluster (default 3)")
     p.add_argument("--spark-workers", type=int, default=2, help="Spark workers (default 2)")
     p.add_argument("--dir", type=Path, default=Path(".gameday"), help="the game day's folder (default ./.gameday)")
