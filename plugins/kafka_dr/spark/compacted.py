@@ -8,7 +8,9 @@ a tombstone (a cleaner removes a tombstone, and every older value of its key, af
 ``delete.retention.ms``). An older copy is the newest value missing; a copy of a newer source
 offset is a record the source never had. Keys the source no longer holds in the window
 (superseded by a record past its end), and keys whose latest record on the target came from
-elsewhere, are not judged. Duplicates and order are still checked
+elsewhere or was written after the window was planned, are not judged. The target is read to
+its end at read time, not to the planned end: its cleaner may have dropped every planned record
+of a key rewritten since. Duplicates and order are still checked
 record by record: a cleaner keeps the order of what it keeps, and a duplicate copy survives
 until it is superseded.
 """
@@ -46,7 +48,8 @@ def latest_per_key(src, target, keys: list[str]):
         F.col("digest").alias("t_digest"),
     )
     # a key whose latest record on the target came from elsewhere (written there after a
-    # failover, or by another flow) is not judged: the cleaner may have dropped the copy under it
+    # failover, or by another flow) or after planning (in flight) is not judged: the cleaner
+    # may have dropped the copy under it
     j = s.join(t, [*keys, "key_hash"], "left").where(F.col("ours").isNull() | F.col("ours"))
     held = F.col("t_pos").isNotNull()
     # never null: a null here would drop out of the sums below

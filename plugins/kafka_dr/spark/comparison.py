@@ -106,11 +106,16 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.clients import client_config
 
-    if part.end <= part.start:
-        return
     cfg = _config(config_path)
     w = part.window
     source_side = part.side == "s"
+    end = part.end
+    if w.compacted and not source_side:
+        # the target's cleaner may drop every planned record of a key rewritten since planning:
+        # read what it holds now; records past the planned end are in flight (never "ours")
+        end = max(end, _stable_end(cfg, part.cluster, part.topic, w.partition))
+    if end <= part.start:
+        return
     transform = None
     if source_side:
         (flow,) = [f for f in cfg.flows if f.name == w.flow]
@@ -144,23 +149,23 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
         while not done:
             msgs = consumer.consume(num_messages=10_000, timeout=0.5)
             if not msgs:
-                if consumer.position([TopicPartition(part.topic, p)])[0].offset >= part.end:
+                if consumer.position([TopicPartition(part.topic, p)])[0].offset >= end:
                     break  # read_committed stops short at markers/aborted records: the position is past the end
                 if time.monotonic() - idle_since > 120:
-                    raise TimeoutError(f"no records for 120s before offset {part.end}")
+                    raise TimeoutError(f"no records for 120s before offset {end}")
                 continue
             idle_since = time.monotonic()
             for m in msgs:
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        if m.offset() >= part.end:
+                        if m.offset() >= end:
                             done = True
                             break
                         continue
                     raise RuntimeError(err.str())
                 off = m.offset()
-                if off >= part.end:
+                if off >= end:
                     done = True
                     break
                 headers = m.headers() or ()
@@ -179,6 +184,7 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
                         and origin.topic == src_topic
                         and origin.partition == p
                         and ((w.start <= origin.offset < w.end) or origin.offset >= w.limit)
+                        and off < part.end
                     )
                 cols["offset"].append(off)
                 cols["timestamp"].append(ts)
@@ -195,7 +201,7 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
                 cols["key_hash"].append(key_digest(m.key()))
                 cols["tombstone"].append(m.value() is None)
                 n += 1
-                if off + 1 >= part.end:
+                if off + 1 >= end:
                     done = True
                     break
             if n >= BATCH:
@@ -206,6 +212,22 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
             yield _batch(pa, cols, n, w, part.side)
     finally:
         consumer.close()
+
+
+def _stable_end(cfg, cluster: str, topic: str, partition: int) -> int:
+    """The partition's last stable offset now (what a ``read_committed`` reader can reach)."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    from kafka_dr.core.secret_refs import env_resolver
+    from kafka_dr.kafka.clients import client_config
+
+    admin = AdminClient(client_config(cfg.cluster(cluster), env_resolver()))
+    tp = TopicPartition(topic, partition)
+    futs = admin.list_offsets(
+        {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30
+    )
+    return futs[tp].result(timeout=60).offset
 
 
 def _batch(pa, cols: dict[str, list], n: int, w: PartitionWindow, side: str):
@@ -231,7 +253,8 @@ def _batch(pa, cols: dict[str, list], n: int, w: PartitionWindow, side: str):
 
 
 def side_ranges(windows: list[PartitionWindow]) -> list[SideRange]:
-    """Two ranges per window: the source's ``[start, end)`` and the whole target partition."""
+    """Two ranges per window: the source's ``[start, end)`` and the target's
+    ``[target_start, target_end)`` (read to its end at read time when compacted)."""
     out = []
     for w in windows:
         out.append(SideRange("s", w.source, w.topic, w.start, w.end, w))
