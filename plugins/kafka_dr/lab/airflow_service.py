@@ -196,12 +196,12 @@ def session_members(sid: int) -> list[int]:
 
 
 def leftover_sessions(state: dict) -> list[int]:
-    """Sessions of the service whose leader died with processes left in them: the tasks a
-    killed scheduler's executor was running go on in its session. A session id is not given
-    to a new process while any member still uses it, so these are still ours."""
+    """Sessions of the service whose leader died with processes left in them: a killed
+    scheduler's executor workers, and the tasks they ran, go on in its session. A session id
+    is not given to a new process while any member still uses it, so these are still ours."""
     dead = [e["pid"] for e in (state.get("processes") or {}).values() if e and e.get("pid") and not is_ours(e)]
     out = []
-    for sid in sorted({*state.get("leftover_sessions", ()), *dead}):
+    for sid in sorted(set(dead)):
         members = session_members(sid)
         if members and sid not in members:  # a live leader with this pid is another process's session
             out.append(sid)
@@ -293,13 +293,13 @@ class AirflowService:
             raise LabError(f"port {spec.port} on 127.0.0.1 is already in use; choose another --port")
         pg = self.postgres(spec)
         pg.ensure()
+        # what a dead part left in its session goes before its replacement starts, as a service
+        # manager's restart does: a killed scheduler's executor workers hold its database
+        # connection, and the row locks of its open transaction with it (tasks never get queued)
+        for sid in leftover_sessions(state):
+            stop_session(sid)
         keys = state.get("keys") or new_keys()
-        state = {
-            "spec": asdict(spec),
-            "keys": keys,
-            "processes": running,
-            "leftover_sessions": leftover_sessions(state),
-        }
+        state = {"spec": asdict(spec), "keys": keys, "processes": running}
         self._save(state)
         env = service_env(spec, cfg, pg.url, keys, dict(os.environ))
         home = Path(spec.home)
@@ -349,7 +349,7 @@ class AirflowService:
             if pg.running():
                 pg.stop()
                 stopped.append("postgresql")
-            state["processes"], state["leftover_sessions"] = {}, []
+            state["processes"] = {}
             self._save(state)
         return stopped
 
