@@ -307,3 +307,25 @@ def test_failback_dag_dry_run_reports_and_changes_nothing(lab, lab_config, airfl
         run_conf={"recovered_cluster": "east", "surviving_cluster": "west", "mode": "resync", "dry_run": True}
     )
     assert str(run.state) == "failed" and _task_states(run)["check_ready"] == "failed"  # east is not recorded as failed
+
+
+def test_a_replication_attempt_after_a_failover_does_not_start_the_flow(lab, airflow_db, tmp_path, topic_name):
+    """A retry of a replication task that began before the failover skips its preflight; the
+    task itself reads the DR state (every attempt), and so does the job before a restart."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from kafka_dr.airflow.replication_dag import build_replication_dag
+    from kafka_dr.core.dr_state import DrState
+    from kafka_dr.kafka.state_store import write_state
+    from kafka_dr.spark.job import failed_over, load_flow
+
+    path = isolated_config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    flows = {f.name: f for f in cfg.flows}
+    assert failed_over(load_flow(JobOptions(config=str(path), flow="east_to_west"))) is None
+    assert set(write_state(cfg, DrState(1, "west", "west", ("east",))).values()) == {"written"}
+    for name in ("east_to_west", "west_to_east"):
+        replicate = build_replication_dag(cfg, flows[name], str(path)).get_task("replicate")
+        with pytest.raises(AirflowSkipException, match=rf"east is failed over .*flow {name} stays stopped"):
+            replicate.execute({})
+        assert failed_over(load_flow(JobOptions(config=str(path), flow=name))) == "east"

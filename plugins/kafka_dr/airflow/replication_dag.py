@@ -52,6 +52,9 @@ class ReplicateFlowOperator(SparkSubmitOperator):
 
         cfg = load_config(self.config_path)
         resolve = airflow_resolver()
+        # every attempt, retries included: a retry of a run that began before a failover
+        # must not start the flow again (a failback copies between the two itself)
+        skip_if_failed_over(cfg, {f.name: f for f in cfg.flows}[self.flow], resolve)
         secrets = {}
         for cluster in cfg.clusters.values():
             for ref in config_refs(cluster.client):
@@ -59,6 +62,20 @@ class ReplicateFlowOperator(SparkSubmitOperator):
                     secrets[ref_env_name(ref)] = resolve(ref)
         self.env_vars = {**(self.env_vars or {}), **secrets}
         return super().execute(context)
+
+
+def skip_if_failed_over(cfg: DrConfig, flow: FlowConfig, resolve) -> None:
+    """Skip the task while the flow's source or target is failed over (until ``dr_failback``)."""
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    from kafka_dr.kafka.state_store import read_state
+
+    state = read_state(cfg, resolve)
+    if state.flow_stopped(flow.source, flow.target):
+        failed = flow.source if flow.source in state.failed_clusters else flow.target
+        raise AirflowSkipException(
+            f"{failed} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback"
+        )
 
 
 def _spark_env() -> dict[str, str]:
@@ -93,20 +110,11 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
         def preflight() -> dict:
             """Skip while the flow's source or target is failed over (until ``dr_failback``); else the
             topology's pre-flight rules must hold before the flow starts."""
-            from airflow.sdk.exceptions import AirflowSkipException
-
             from kafka_dr.airflow.preflight_dag import preflight_or_fail
             from kafka_dr.airflow.secret_resolver import airflow_resolver
-            from kafka_dr.kafka.state_store import read_state
 
             resolve = airflow_resolver()
-            state = read_state(cfg, resolve, skip=(flow.source,))
-            if state.flow_stopped(flow.source, flow.target):
-                failed = flow.source if flow.source in state.failed_clusters else flow.target
-                raise AirflowSkipException(
-                    f"{failed} is failed over (state version {state.version}); "
-                    f"flow {flow.name} stays stopped until failback"
-                )
+            skip_if_failed_over(cfg, flow, resolve)
             return preflight_or_fail(cfg, resolve)
 
         preflight() >> ReplicateFlowOperator(

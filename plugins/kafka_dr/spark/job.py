@@ -127,7 +127,14 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         with stop_on_signals(stop):
             deadline = time.monotonic() + run.max_duration if run.max_duration else None
             sink.watch_selection()
-            return _restart_loop(run, sink.summary, stop, deadline, lambda: _attempt(spark, run, sink, stop, deadline))
+            return _restart_loop(
+                run,
+                sink.summary,
+                stop,
+                deadline,
+                lambda: _attempt(spark, run, sink, stop, deadline),
+                lambda: failed_over(run),
+            )
     finally:
         sink.producer.flush(10)
 
@@ -149,15 +156,38 @@ def load_flow(opts: JobOptions) -> FlowRun:
     )
 
 
+def failed_over(run: FlowRun) -> str | None:
+    """The failed-over cluster that stops this flow (its source or target), read from the DR
+    state on the clusters that answer; None while the flow may run."""
+    from kafka_dr.core.secret_refs import env_resolver
+    from kafka_dr.kafka.state_store import read_state
+
+    state = read_state(run.cfg, env_resolver())
+    if not state.flow_stopped(run.flow.source, run.flow.target):
+        return None
+    return run.flow.source if run.flow.source in state.failed_clusters else run.flow.target
+
+
 def _restart_loop(
-    run: FlowRun, summary: JobSummary, stop: Stop, deadline: float | None, attempt: Callable[[], BaseException | None]
+    run: FlowRun,
+    summary: JobSummary,
+    stop: Stop,
+    deadline: float | None,
+    attempt: Callable[[], BaseException | None],
+    stopped_by_failover: Callable[[], str | None],
 ) -> JobSummary:
     """Run ``attempt`` (one query, :func:`_attempt`) until it ends well; after a failure, run it
-    again after a pause that doubles each time, unless :func:`_raise_unless_restartable` ends the run."""
+    again after a pause that doubles each time, unless :func:`_raise_unless_restartable` ends the
+    run, or a failover recorded since the job started stops the flow (``stopped_by_failover``)."""
     backoff = FIRST_BACKOFF_SECONDS
     while (error := attempt()) is not None:
         summary.restarts += 1
         reason = failure_reason(error, run.flow.name)
+        if (failed := stopped_by_failover()) is not None:
+            # a failback copies between the two itself: this job must not start again
+            log.warning("flow %s: %s is failed over; the job stops (%s)", run.flow.name, failed, reason)
+            summary.stopped_by = f"failover of {failed}"
+            return summary
         _raise_unless_restartable(run, summary.restarts, reason, stop, deadline)
         log.error(
             "flow %s: query failed (%s); restart %d/%d in %.0fs",

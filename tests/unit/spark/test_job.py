@@ -32,7 +32,9 @@ class RecordedStop(Stop):
         self.pauses.append(seconds)
 
 
-def loop(errors: list, mode: str = "incremental", max_restarts: int = 5, stop: Stop | None = None):
+def loop(
+    errors: list, mode: str = "incremental", max_restarts: int = 5, stop: Stop | None = None, failed: list | None = None
+):
     run = FlowRun(
         JobOptions(config="x.yaml", flow="east_to_west", max_restarts=max_restarts),
         CFG,
@@ -41,8 +43,8 @@ def loop(errors: list, mode: str = "incremental", max_restarts: int = 5, stop: S
         None,
     )
     summary, stop = JobSummary("east_to_west"), stop or RecordedStop()
-    queue = list(errors)
-    return _restart_loop(run, summary, stop, None, lambda: queue.pop(0)), stop
+    queue, failovers = list(errors), list(failed or [None] * len(errors))
+    return _restart_loop(run, summary, stop, None, lambda: queue.pop(0), lambda: failovers.pop(0)), stop
 
 
 def test_a_failed_query_is_restarted_after_pauses_that_double():
@@ -89,3 +91,10 @@ def test_a_failure_after_a_stop_was_asked_for_is_not_restarted():
 def test_the_summary_says_what_stopped_the_run(mode, reason, stopped_by):
     summary, _ = loop([None], mode=mode, stop=RecordedStop(reason))
     assert (summary.restarts, summary.stopped_by) == (0, stopped_by)
+
+
+def test_a_failover_recorded_while_the_job_ran_stops_it_instead_of_a_restart():
+    """The source went down, an operator failed over: the job ends without an error and is not
+    started again (the failback copies between the two clusters itself)."""
+    summary, stop = loop([OUTAGE, OUTAGE, None], failed=[None, "east"])
+    assert (summary.restarts, summary.stopped_by, stop.pauses) == (2, "failover of east", [2.0])
