@@ -18,7 +18,7 @@ from kafka_dr.gameday.proof import read_cluster
 from kafka_dr.gameday.readers import Readers
 from kafka_dr.gameday.traffic import Traffic
 
-RUN_TIMEOUT_S = 600.0
+RUN_TIMEOUT_S = 900.0
 ON_WEST_S = 60.0
 
 

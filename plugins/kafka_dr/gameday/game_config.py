@@ -8,6 +8,7 @@ from typing import Any
 
 #: Every periodic DAG runs at least every two minutes: a game day of minutes must see them act.
 #: Heartbeats and the supervisor every minute: they detect a cut and restart a dead flow.
+#: Data quality every ten: a Spark job over everything retained, the heaviest load on 2 cores.
 SCHEDULES = {
     "heartbeat": "* * * * *",
     "cluster_health": "*/2 * * * *",
@@ -15,7 +16,7 @@ SCHEDULES = {
     "replication_supervisor": "* * * * *",
     "topic_config_sync": "*/2 * * * *",
     "schema_mirror": "*/2 * * * *",
-    "data_quality": "*/5 * * * *",
+    "data_quality": "*/10 * * * *",
 }
 
 
