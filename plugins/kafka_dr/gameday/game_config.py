@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-#: Every periodic DAG runs at least every two minutes: a game day of minutes must see them act.
+#: The periodic DAGs run every minute or two: a game day of minutes must see them act.
 #: Heartbeats and the supervisor every minute: they detect a cut and restart a dead flow.
 #: Data quality every ten: a Spark job over everything retained, the heaviest load on 2 cores.
 SCHEDULES = {
