@@ -297,7 +297,7 @@ class AirflowService:
         # manager's restart does: a killed scheduler's executor workers hold its database
         # connection, and the row locks of its open transaction with it (tasks never get queued)
         for sid in leftover_sessions(state):
-            stop_session(sid)
+            stop_session(sid, timeout=10.0)  # idle executor workers ignore SIGTERM: not the full wait
         keys = state.get("keys") or new_keys()
         state = {"spec": asdict(spec), "keys": keys, "processes": running}
         self._save(state)
