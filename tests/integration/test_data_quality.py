@@ -307,3 +307,42 @@ def test_compacted_target_rewritten_between_planning_and_reading(
     (row,) = comparison_rows(spark, str(path), windows)
     assert (row["missing"], row["unexpected"], row["duplicated"]) == (0, 0, 0), row
     assert row["source_checksum"] == row["target_checksum"], row
+
+
+def test_latency_is_judged_over_recent_copies_only(lab, lab_config, spark, tmp_path, receivers, topic_name):
+    """Copies first made two hours ago, of records an hour older still (an outage's catch-up):
+    outside a latency window of 15 minutes they have no latency figure, so nothing to judge;
+    over every copy retained (window 0) the p99 is the hour they took."""
+    import dataclasses
+
+    from kafka_dr.core.provenance import provenance_headers
+    from kafka_dr.kafka.dq_inputs import plan_windows
+    from kafka_dr.spark.comparison import comparison_rows
+
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    hook, smtp = receivers
+    path = dq_config(lab, tmp_path, [topic_name], hook, smtp)
+    cfg = load_config(path)
+    for c in (east, west):
+        ensure_topic(clients.admin(c), topic_name, partitions=1)
+    now = int(time.time() * 1000)
+    produce_all(clients.producer(east), topic_name, [(b"k%d" % i, b"v", None, now - 3 * 3600_000, 0) for i in range(5)])
+    copies = [
+        (
+            r.key,
+            r.value,
+            [*r.headers, *provenance_headers("east", topic_name, 0, r.offset, now - 2 * 3600_000)],
+            r.timestamp_ms,
+            0,
+        )
+        for r in read_topic(east, topic_name)
+    ]
+    produce_all(clients.producer(west), topic_name, copies)
+    (flow,) = [f for f in cfg.flows if f.source == "east"]
+    # the hand-made copies stand for the flow's: its progress would be past them
+    (window,) = [dataclasses.replace(w, end=5, limit=5) for w in plan_windows(cfg, flow, [topic_name])]
+
+    (recent,) = comparison_rows(spark, str(path), [window], latency_since_ms=now - 900_000)
+    assert (recent["missing"], recent["unexpected"], recent["latency_p99_ms"]) == (0, 0, None), recent
+    (every,) = comparison_rows(spark, str(path), [window])
+    assert every["latency_p99_ms"] == 3600_000, every

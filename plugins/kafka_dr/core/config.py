@@ -145,6 +145,9 @@ class Thresholds:
     heartbeat_max_age_seconds: float = 120.0
     replication_lag_max_records: int = 100_000
     latency_p99_max_seconds: float = 60.0
+    #: data quality judges latency over the copies made in the last this many seconds (0: all
+    #: retained): an outage's late copies leave the check once they are older, not at retention
+    latency_window_seconds: float = 900.0
     timestamp_margin_seconds: float = 60.0  #: offset translation without provenance
 
 

@@ -69,7 +69,9 @@ def run_data_quality(
             spark = spark_session(config, "kafka-dr-data-quality", config.spark.master)
         from kafka_dr.spark.comparison import comparison_rows
 
-        rows = comparison_rows(spark, config.source_path, windows)  # one row per window
+        window_ms = config.thresholds.latency_window_seconds * 1000
+        since = int(ts_ms - window_ms) if window_ms else 0
+        rows = comparison_rows(spark, config.source_path, windows, since)  # one row per window
     t_compare = time.monotonic()
     rows += schema_rows(config, resolve)
     rows += config_rows(config, chosen, topics, resolve)

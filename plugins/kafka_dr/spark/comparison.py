@@ -273,9 +273,10 @@ def records_frame(spark, config_path: str, windows: list[PartitionWindow]):
     )
 
 
-def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
+def comparison_frame(spark, config_path: str, windows: list[PartitionWindow], latency_since_ms: int = 0):
     """One row per window with both sides' figures (``kind = 'partition'``), computed by Spark;
-    returned with the persisted per-record frame it is built on (unpersist it when done)."""
+    returned with the persisted per-record frame it is built on (unpersist it when done).
+    Latency percentiles are over the copies first made at or after ``latency_since_ms``."""
     from pyspark import StorageLevel
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -300,7 +301,8 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
         ),
     )
     latency = F.when(
-        matched & F.col("origin_ts").isNotNull(), F.greatest(F.col("origin_ts") - F.col("timestamp"), F.lit(0))
+        matched & F.col("origin_ts").isNotNull() & (F.col("origin_ts") >= F.lit(latency_since_ms)),
+        F.greatest(F.col("origin_ts") - F.col("timestamp"), F.lit(0)),
     )
     # no countDistinct beside percentile_approx: Spark's distinct-aggregate rewrite would merge
     # one quantile digest per row (minutes for a million records); count copies per key instead
@@ -379,9 +381,9 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow]):
     return out, recs
 
 
-def comparison_rows(spark, config_path: str, windows: list[PartitionWindow]) -> list[dict]:
+def comparison_rows(spark, config_path: str, windows: list[PartitionWindow], latency_since_ms: int = 0) -> list[dict]:
     """:func:`comparison_frame` computed: one small dict per window (records stay in Spark)."""
-    frame, recs = comparison_frame(spark, config_path, windows)
+    frame, recs = comparison_frame(spark, config_path, windows, latency_since_ms)
     try:
         return [r.asDict() for r in frame.collect()]
     finally:

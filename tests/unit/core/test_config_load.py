@@ -140,6 +140,7 @@ def test_full_config_parses_into_typed_values():
     assert isinstance(cfg.thresholds.heartbeat_max_age_seconds, float)
     assert cfg.thresholds.replication_lag_max_records == 5000
     assert cfg.thresholds.latency_p99_max_seconds == 60.0
+    assert cfg.thresholds.latency_window_seconds == 900.0  # data quality judges the last 15 minutes of copies
 
     email = cfg.alerts.email
     assert email is not None
