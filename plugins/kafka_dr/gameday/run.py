@@ -105,6 +105,20 @@ def _settle(d: Deployment, view, timeout: float, say) -> dict:
         time.sleep(10)
 
 
+#: the least time between one fault's end and the next fault: the target for flowing again,
+#: so each fault's recovery is measured on its own
+RECOVERY_S = 60.0
+
+
+def next_start(scheduled: float, injected: list[faults.Injected]) -> float:
+    """When the next fault starts: as scheduled, or :data:`RECOVERY_S` after the last one ended
+    when that one ran late (a broker's restart, a long cut)."""
+    if not injected:
+        return scheduled
+    last = injected[-1]
+    return max(scheduled, (last.ended or last.began) + RECOVERY_S)
+
+
 def is_replication_dag(dag_id: str) -> bool:
     return dag_id.startswith("dr_replicate_")
 
@@ -140,7 +154,7 @@ def run_gameday(
         injected: list[faults.Injected] = []
         disaster: DisasterLog | None = None
         for step in steps:
-            _until(t0 + step.at_s)
+            _until(next_start(t0 + step.at_s, injected))
             say(f"fault: {step.fault}")
             if step.fault == DISASTER:
                 disaster = run_disaster(d, traffic, readers, say)
