@@ -51,6 +51,7 @@ def test_the_game_config_keeps_the_lab_and_adds_schedules_alerts_and_groups():
     assert doc["alerts"]["webhook"]["url"] == "http://127.0.0.1:9/alerts"
     assert doc["alerts"]["email"]["smtp_port"] == 2525
     assert doc["consumer_groups"] == {"allow": ["gd-app-.*"]}
+    assert doc["thresholds"] == {"latency_window_seconds": 120}
 
 
 PS = """\
