@@ -71,8 +71,7 @@ def skip_if_failed_over(cfg: DrConfig, flow: FlowConfig, resolve) -> None:
     from kafka_dr.kafka.state_store import read_state
 
     state = read_state(cfg, resolve)
-    if state.flow_stopped(flow.source, flow.target):
-        failed = flow.source if flow.source in state.failed_clusters else flow.target
+    if (failed := state.stopping(flow.source, flow.target)) is not None:
         raise AirflowSkipException(
             f"{failed} is failed over (state version {state.version}); flow {flow.name} stays stopped until failback"
         )

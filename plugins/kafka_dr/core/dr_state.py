@@ -53,6 +53,10 @@ class DrState:
         clears it: the failback copies between the two itself, with its own rules."""
         return source in self.failed_clusters or (target is not None and target in self.failed_clusters)
 
+    def stopping(self, source: str, target: str) -> str | None:
+        """The failed cluster that stops the flow ``source -> target`` (its source first), or None."""
+        return next((c for c in (source, target) if c in self.failed_clusters), None)
+
     def after_failover(self, failed: str, survivor: str, event: dict) -> DrState:
         failed_set = tuple(sorted({*self.failed_clusters, failed} - {survivor}))
         return replace(

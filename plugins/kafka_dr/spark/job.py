@@ -162,10 +162,7 @@ def failed_over(run: FlowRun) -> str | None:
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.state_store import read_state
 
-    state = read_state(run.cfg, env_resolver())
-    if not state.flow_stopped(run.flow.source, run.flow.target):
-        return None
-    return run.flow.source if run.flow.source in state.failed_clusters else run.flow.target
+    return read_state(run.cfg, env_resolver()).stopping(run.flow.source, run.flow.target)
 
 
 def _restart_loop(

@@ -79,6 +79,11 @@ def test_state_round_trip_and_failover_transition():
         ("east",),
     )
     assert after.flow_stopped("east") and not after.flow_stopped("west")
+    assert (after.stopping("east", "west"), after.stopping("west", "east"), after.stopping("west", "north")) == (
+        "east",
+        "east",
+        None,
+    )
     # failing over to a cluster that was marked failed clears it
     back = after.after_failover("west", "east", {})
     assert back.failed_clusters == ("west",) and back.active_cluster == "east"
