@@ -184,7 +184,7 @@ def cluster_id(cluster: ClusterConfig, resolve: SecretResolver | None = None, ti
     try:
         md = client.list_topics(timeout=timeout)
     except KafkaException as e:
-        problem = auth_problem(cluster, resolve)
+        problem = auth_problem(cluster, resolve, timeout=min(timeout, 6.0))
         if problem:
             raise AuthenticationFailed(f"cluster {cluster.name!r} ({cluster.bootstrap_servers}): {problem}") from None
         raise ClusterUnreachable(

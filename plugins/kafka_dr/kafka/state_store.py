@@ -61,10 +61,13 @@ def read_one(cfg: DrConfig, name: str, resolve: SecretResolver | None = None) ->
         c.close()
 
 
-def read_state(cfg: DrConfig, resolve: SecretResolver | None = None, skip: tuple[str, ...] = ()) -> DrState:
+def read_state(
+    cfg: DrConfig, resolve: SecretResolver | None = None, skip: tuple[str, ...] = (), timeout: float = 8.0
+) -> DrState:
+    """The newest state on the clusters that answer within ``timeout`` seconds each."""
     states = []
     for name in cfg.clusters:
-        if name in skip or not reachable(cfg, name, resolve):
+        if name in skip or not reachable(cfg, name, resolve, timeout):
             continue
         states.append(read_one(cfg, name, resolve))
     return newest(states)

@@ -61,6 +61,7 @@ class JobOptions:
 
 #: the pause before the first restart of a failed query; it doubles with each restart, up to the second
 FIRST_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 2.0, 60.0
+STATE_READ_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,10 @@ def failed_over(run: FlowRun) -> str | None:
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.state_store import read_state
 
-    return read_state(run.cfg, env_resolver()).stopping(run.flow.source, run.flow.target)
+    # asked before every restart, often while a cluster is down: a short wait per silent cluster
+    return read_state(run.cfg, env_resolver(), timeout=STATE_READ_TIMEOUT_SECONDS).stopping(
+        run.flow.source, run.flow.target
+    )
 
 
 def _restart_loop(
