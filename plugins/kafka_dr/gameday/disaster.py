@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from kafka_dr.gameday.deploy import EAST, WEST, Deployment
+from kafka_dr.gameday.faults import BROKER_START_TIMEOUT_S
 from kafka_dr.gameday.model import NAMES, Move, Stored
 from kafka_dr.gameday.proof import read_cluster
 from kafka_dr.gameday.readers import Readers
@@ -83,7 +84,7 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, say=print) -
     time.sleep(ON_WEST_S)
 
     say("disaster: east started again")
-    d.lab.start(EAST)
+    d.lab.start(EAST, BROKER_START_TIMEOUT_S)
     log.east_back_at = time.time()
     say("disaster: dr_failback (resync) east <- west triggered through the REST API")
     conf = {

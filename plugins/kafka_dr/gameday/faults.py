@@ -20,6 +20,9 @@ from kafka_dr.lab.spark_cluster import SparkLayout
 EAST_TO_WEST, WEST_TO_EAST = "east_to_west", "west_to_east"
 NETWORK_CUT_S = 60.0
 BROKER_DOWN_S = 20.0
+#: a broker restarted after a kill -9 recovers every log first: on the loaded 2-core lab host
+#: that has taken over 90 s, the lab's default wait
+BROKER_START_TIMEOUT_S = 300.0
 
 
 @dataclass
@@ -97,7 +100,7 @@ def _leader_kill(d: Deployment, cluster: str, topic: str, fault: str, flows: tup
     began = time.time()
     d.lab.kill(name)
     time.sleep(BROKER_DOWN_S)
-    d.lab.start(name)
+    d.lab.start(name, BROKER_START_TIMEOUT_S)
     return Injected(fault, began, time.time(), flows, [f"killed {name} (leader of {topic}-0), restarted"])
 
 
@@ -115,7 +118,7 @@ def target_rolling_restart(d: Deployment) -> Injected:
     west = next(c for c in d.lab.clusters() if c.name == WEST)
     for b in west.nodes:
         d.lab.stop(b.name)
-        d.lab.start(b.name)
+        d.lab.start(b.name, BROKER_START_TIMEOUT_S)
         _wait(f"west whole again after restarting {b.name}", lambda: _healthy(d, WEST), 180, 2)
     return Injected(
         "target-rolling-restart", began, time.time(), (EAST_TO_WEST,), [f"restarted {len(west.nodes)} brokers"]
