@@ -4,7 +4,9 @@ One task, ``validate``, runs :func:`kafka_dr.dq.run_data_quality` in the task wi
 Spark session from ``spark`` (``master``, ``conf``): the comparison reads records in Spark
 tasks, the driver only sees one row per topic-partition, and the task needs the result object
 (the failback gate reads it), which a spark-submit child process would have to hand back.
-A trigger may narrow the run with ``{"flows": [...], "topics": [...]}``.
+Each run compares what arrived since the last verified watermarks, and everything every
+``data_quality.full_sweep_hours``. A trigger may narrow the run with
+``{"flows": [...], "topics": [...]}`` and ask for a full sweep with ``{"full": true}``.
 
 A failed validation fails the task with a message naming every failing expectation and
 topic-partition, and alerts through :class:`~kafka_dr.airflow.notifier.KafkaDrNotifier`
@@ -35,14 +37,16 @@ def secrets_to_env(cfg: DrConfig, resolve) -> None:
                 os.environ[ref_env_name(ref)] = resolve(ref)
 
 
-def validate_clusters(cfg: DrConfig, flows: list[str] | None = None, topics: list[str] | None = None) -> dict:
+def validate_clusters(
+    cfg: DrConfig, flows: list[str] | None = None, topics: list[str] | None = None, full: bool = False
+) -> dict:
     """Run the checks; raise :class:`~kafka_dr.core.dq.DataQualityFailed` when one fails."""
     from kafka_dr.airflow.secret_resolver import airflow_resolver
     from kafka_dr.dq import DataQualityFailed, run_data_quality
 
     resolve = airflow_resolver()
     secrets_to_env(cfg, resolve)
-    result = run_data_quality(cfg, flows=flows, topics=topics, resolve=resolve)
+    result = run_data_quality(cfg, flows=flows, topics=topics, resolve=resolve, full=full)
     if not result.success:
         raise DataQualityFailed(result)
     return {**result.to_record(), "figures": dict(result.figures)}
@@ -66,7 +70,7 @@ def build_data_quality_dag(cfg: DrConfig) -> DAG:
         )
         def validate(**context) -> dict:
             conf = getattr(context.get("dag_run"), "conf", None) or {}
-            return validate_clusters(cfg, conf.get("flows"), conf.get("topics"))
+            return validate_clusters(cfg, conf.get("flows"), conf.get("topics"), bool(conf.get("full")))
 
         validate()
     return dag

@@ -218,10 +218,13 @@ class Preflight:
 
 @dataclass(frozen=True)
 class DataQuality:
-    """Data-quality settings: where the GX runtime context (results, Data Docs) is written;
-    ``None``: ``data-quality/`` next to the config file."""
+    """Data-quality settings: where the GX runtime context (results, Data Docs) is written
+    (``None``: ``data-quality/`` next to the config file); whether scheduled runs compare only
+    what arrived since the last verified watermark, and how often a run compares everything."""
 
     dir: str | None = None
+    incremental: bool = True
+    full_sweep_hours: float = 24.0  #: 0: never a scheduled full sweep (incremental runs only)
 
 
 @dataclass(frozen=True)

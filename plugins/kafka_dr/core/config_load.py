@@ -154,8 +154,15 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
         allow=ctx.patterns(cg.get("allow"), "consumer_groups.allow", (".*",), "group name"),
         deny=ctx.patterns(cg.get("deny"), "consumer_groups.deny", (), "group name"),
     )
-    dq = ctx.mapping(top.get("data_quality"), "data_quality", {"dir"})
-    data_quality = DataQuality(dir=ctx.typed(dq.get("dir"), "data_quality.dir", str))
+    dq = ctx.mapping(top.get("data_quality"), "data_quality", {"dir", "incremental", "full_sweep_hours"})
+    sweep = ctx.typed(dq.get("full_sweep_hours"), "data_quality.full_sweep_hours", float, 24.0, "a number")
+    if sweep < 0:
+        ctx.err("data_quality.full_sweep_hours", f"must not be negative, got {sweep}")
+    data_quality = DataQuality(
+        dir=ctx.typed(dq.get("dir"), "data_quality.dir", str),
+        incremental=ctx.typed(dq.get("incremental"), "data_quality.incremental", bool, True, "true or false"),
+        full_sweep_hours=sweep,
+    )
     schema_mirror = parse_schema_mirror(ctx, top.get("schema_mirror"), clusters)
     distribution = None
     if "distribution" in top:

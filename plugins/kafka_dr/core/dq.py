@@ -139,7 +139,8 @@ class PartitionWindow:
     end offset ``target_end``. The progress read again *after* it (``limit``) bounds what the
     target can legitimately hold: a copy naming a source offset at or past ``limit`` cannot
     have been written by the flow. Copies naming offsets in ``[end, limit)`` were in flight
-    while the comparison read: not compared, not reported.
+    while the comparison read: not compared, not reported (the first one's target offset is
+    where an incremental run's next target window starts).
     """
 
     flow: str
@@ -154,6 +155,9 @@ class PartitionWindow:
     target_start: int = 0
     target_end: int = 0
     compacted: bool = False  #: the source topic's ``cleanup.policy`` compacts: compare latest per key
+    #: source offsets below it were verified by an earlier run (``kafka_dr.core.dq_watermark``):
+    #: a copy of one inside this window is a duplicate. ``None``: a full window.
+    verified_end: int | None = None
 
     @property
     def where(self) -> str:

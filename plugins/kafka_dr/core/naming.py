@@ -105,6 +105,11 @@ class InternalNames:
         return f"{self.prefix}.dq-results"
 
     @property
+    def dq_watermarks_topic(self) -> str:
+        """The compacted topic, on each flow's target, of the verified data-quality watermarks."""
+        return f"{self.prefix}.dq-watermarks"
+
+    @property
     def seed_map_topic(self) -> str:
         """Runs of (source offset, target offset) written while a failback seeds a cluster."""
         return f"{self.prefix}.seed-map"

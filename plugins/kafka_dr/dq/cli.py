@@ -21,6 +21,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topic", action="append", dest="topics", help="only this source topic (repeatable)")
     p.add_argument("--master", default=None, help="Spark master (default: spark.master of the config)")
     p.add_argument("--no-publish", action="store_true", help="do not write the summary to <prefix>.dq-results")
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="compare everything the clusters retain, not only what arrived since the verified watermarks",
+    )
 
 
 def run(a: argparse.Namespace, text: bool = True, json_line: bool = True) -> int:
@@ -35,10 +40,15 @@ def run(a: argparse.Namespace, text: bool = True, json_line: bool = True) -> int
     require_valid(flow_problems(cfg, a.flows, a.config))
 
     from kafka_dr.dq import run_data_quality
-    from kafka_dr.spark.job import spark_session
 
-    spark = spark_session(cfg, "kafka-dr-data-quality", a.master or cfg.spark.master)
-    result = run_data_quality(cfg, spark, flows=a.flows, topics=a.topics, publish_results=not a.no_publish)
+    result = run_data_quality(
+        cfg,
+        flows=a.flows,
+        topics=a.topics,
+        publish_results=not a.no_publish,
+        full=a.full,
+        master=a.master,
+    )
     if text:
         print(result.summary())
     if json_line:

@@ -1,5 +1,6 @@
-"""One data-quality run: plan the windows, build the comparison with Spark, validate with GX,
-publish the summary.
+"""One data-quality run: plan the windows (each from its verified watermark unless a full
+sweep), build the comparison with Spark, validate with GX, keep the watermarks of the windows
+that passed, publish the summary.
 
 ``run_data_quality`` is what the ``dr_data_quality`` DAG and the failback gate call. It
 raises only when it cannot *check* (a cluster unreachable, a bad flow name); a check that
@@ -38,6 +39,8 @@ def run_data_quality(
     resolve: SecretResolver | None = None,
     publish_results: bool = True,
     latency_max_ms: float | None = None,
+    full: bool = False,
+    master: str | None = None,
 ) -> DqResult:
     """Compare every enabled flow's (or ``flows``') topic-partitions (or only ``topics``, by
     source topic name), the schema registries and the topic configs; validate; publish.
@@ -46,11 +49,17 @@ def run_data_quality(
     :param resolve: secret resolver for the driver-side clients (tasks read ``$KAFKA_DR_SECRET_*``)
     :param latency_max_ms: overrides ``thresholds.latency_p99_max_seconds`` (the failback gate
         checks correctness only: records written during an outage were copied late by nature)
+    :param full: compare everything the clusters retain (a full sweep), not only what arrived
+        since each window's verified watermark (``kafka_dr.core.dq_watermark``)
+    :param master: the Spark master when no ``spark`` is given (default: ``spark.master``).
+        No session starts when no window has anything to read.
     """
     import pandas as pd
 
+    from kafka_dr.core.dq_watermark import empty, empty_row
+    from kafka_dr.dq.incremental import keep_marks, plan_flow
     from kafka_dr.dq.validation import validate
-    from kafka_dr.kafka.dq_inputs import config_rows, plan_windows, publish, schema_rows, selected_flows
+    from kafka_dr.kafka.dq_inputs import config_rows, publish, schema_rows, selected_flows
 
     if config.source_path is None:
         raise ValueError("data quality: the config must be loaded from a file (Spark tasks read it by path)")
@@ -58,20 +67,22 @@ def run_data_quality(
     ts_ms = int(time.time() * 1000)
     run_id = time.strftime("dq-%Y%m%dT%H%M%SZ", time.gmtime(ts_ms / 1000)) + "-" + uuid.uuid4().hex[:6]
     chosen = selected_flows(config, flows)
-    windows = [w for f in chosen for w in plan_windows(config, f, topics, resolve)]
+    plans = [plan_flow(config, f, topics, resolve, ts_ms, full) for f in chosen]
+    windows = [w for p in plans for w in p.windows]
+    to_read = [w for w in windows if not empty(w)]
     t_plan = time.monotonic()
 
-    rows = []
-    if windows:
+    rows = [empty_row(w) for w in windows if empty(w)]
+    if to_read:
         if spark is None:
             from kafka_dr.spark.job import spark_session
 
-            spark = spark_session(config, "kafka-dr-data-quality", config.spark.master)
+            spark = spark_session(config, "kafka-dr-data-quality", master or config.spark.master)
         from kafka_dr.spark.comparison import comparison_rows
 
         window_ms = config.thresholds.latency_window_seconds * 1000
         since = int(ts_ms - window_ms) if window_ms else 0
-        rows = comparison_rows(spark, config.source_path, windows, since)  # one row per window
+        rows += comparison_rows(spark, config.source_path, to_read, since)  # one row per window
     t_compare = time.monotonic()
     rows += schema_rows(config, resolve)
     rows += config_rows(config, chosen, topics, resolve)
@@ -82,9 +93,16 @@ def run_data_quality(
     success, failures, docs = validate(frame, context_dir(config), {"latency_p99_max_ms": latency_ms}, run_id)
     t_validate = time.monotonic()
     partition_rows = [r for r in rows if r["kind"] == "partition"]
+    by_window = {(r["flow"], r["topic"], r["partition"]): r for r in partition_rows}
+    marks = sum(keep_marks(config, p, by_window, ts_ms, run_id, topics is None, resolve) for p in plans)
     figures = {
         "records_source": sum(r["source_count"] or 0 for r in partition_rows),
         "records_target": sum(r["target_count"] or 0 for r in partition_rows),
+        "windows_from_watermark": sum(p.narrowed for p in plans),
+        "windows_full": len(windows) - sum(p.narrowed for p in plans),
+        "windows_read": len(to_read),
+        "full_sweep": all(p.full_sweep for p in plans),
+        "watermarks_written": marks,
         "seconds_plan": round(t_plan - t0, 3),
         "seconds_compare": round(t_compare - t_plan, 3),
         "seconds_validate": round(t_validate - t_compare, 3),

@@ -32,7 +32,8 @@ from kafka_dr.spark.compacted import empty_key_columns, latest_per_key
 RECORD_SCHEMA = (
     "flow string, topic string, partition long, side string, offset long, timestamp long, digest long, "
     "eligible boolean, id_cluster string, id_topic string, id_part long, id_offset long, origin_ts long, "
-    "unexpected_candidate boolean, self_origin boolean, malformed boolean, key_hash long, tombstone boolean"
+    "unexpected_candidate boolean, in_flight boolean, verified_copy boolean, self_origin boolean, malformed boolean, "
+    "key_hash long, tombstone boolean"
 )
 _FIELDS = [f.strip().split(" ")[0] for f in RECORD_SCHEMA.split(",")]
 BATCH = 100_000
@@ -174,18 +175,22 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
                 ident = identity(origin, here, topic_b, p, off)
                 if source_side:
                     eligible = transform(headers, topic_b, p, off, 0) is not None
-                    unexpected = False
+                    unexpected = in_flight = verified_copy = False
                 else:
                     eligible = False
-                    unexpected = (
+                    ours = (
                         origin.present
                         and not origin.malformed
                         and origin.cluster == flow_source
                         and origin.topic == src_topic
                         and origin.partition == p
-                        and ((w.start <= origin.offset < w.end) or origin.offset >= w.limit)
                         and off < part.end
                     )
+                    o = origin.offset
+                    # a copy of a record an earlier run verified: a duplicate across runs
+                    verified_copy = ours and w.verified_end is not None and o < w.verified_end
+                    unexpected = verified_copy or (ours and ((w.start <= o < w.end) or o >= w.limit))
+                    in_flight = ours and w.end <= o < w.limit
                 cols["offset"].append(off)
                 cols["timestamp"].append(ts)
                 cols["digest"].append(record_digest(m.key(), m.value(), headers, ts))
@@ -196,6 +201,8 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
                 cols["id_offset"].append(ident[3])
                 cols["origin_ts"].append(origin.first_replicated_ms)
                 cols["unexpected_candidate"].append(unexpected)
+                cols["in_flight"].append(in_flight)
+                cols["verified_copy"].append(verified_copy)
                 cols["self_origin"].append(origin.present and origin.cluster == own)
                 cols["malformed"].append(origin.malformed)
                 cols["key_hash"].append(key_digest(m.key()))
@@ -243,6 +250,8 @@ def _batch(pa, cols: dict[str, list], n: int, w: PartitionWindow, side: str):
         "id_topic": pa.string(),
         "eligible": pa.bool_(),
         "unexpected_candidate": pa.bool_(),
+        "in_flight": pa.bool_(),
+        "verified_copy": pa.bool_(),
         "self_origin": pa.bool_(),
         "malformed": pa.bool_(),
         "tombstone": pa.bool_(),
@@ -309,7 +318,8 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow], la
     tside = in_comparison.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("target_count"),
         F.sum(F.col("digest").cast("decimal(38,0)")).alias("target_sum"),
-        F.sum(F.when(matched, 0).otherwise(1)).alias("unexpected"),
+        F.sum(F.when(matched | F.col("verified_copy"), 0).otherwise(1)).alias("unexpected"),
+        F.sum(F.when(~matched & F.col("verified_copy"), 1).otherwise(0)).alias("recopied"),
         F.sum("ooo").alias("out_of_order"),
         F.percentile_approx(latency, 0.5).alias("latency_p50_ms"),
         F.percentile_approx(latency, 0.99).alias("latency_p99_ms"),
@@ -319,6 +329,7 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow], la
     inv = tgt.groupBy(*keys).agg(
         F.sum(F.col("self_origin").cast("long")).alias("self_origin"),
         F.sum(F.col("malformed").cast("long")).alias("malformed_provenance"),
+        F.min(F.when(F.col("in_flight"), F.col("offset"))).alias("first_in_flight"),
     )
     sside = src.groupBy(*keys).agg(
         F.count(F.lit(1)).alias("source_count"), F.sum(F.col("digest").cast("decimal(38,0)")).alias("source_sum")
@@ -365,7 +376,9 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow], la
             per_key_or("k_source_count", F.coalesce("source_count", z)).alias("source_count"),
             per_key_or("k_target_count", F.coalesce("target_count", z)).alias("target_count"),
             per_key_or("k_missing", F.coalesce("source_count", z) - F.coalesce("distinct_copies", z)).alias("missing"),
-            (F.coalesce("copies", z) - F.coalesce("distinct_copies", z)).alias("duplicated"),
+            (F.coalesce("copies", z) - F.coalesce("distinct_copies", z) + F.coalesce("recopied", z)).alias(
+                "duplicated"
+            ),
             per_key_or("k_unexpected", F.coalesce("unexpected", z)).alias("unexpected"),
             F.coalesce("out_of_order", z).alias("out_of_order"),
             per_key_or("k_source_sum", F.coalesce(F.col("source_sum"), dec0)).cast("string").alias("source_checksum"),
@@ -376,6 +389,7 @@ def comparison_frame(spark, config_path: str, windows: list[PartitionWindow], la
             F.coalesce("malformed_provenance", z).alias("malformed_provenance"),
             F.lit(None).cast("long").alias("differences"),
             F.lit(None).cast("string").alias("detail"),
+            "first_in_flight",
         )
     )
     return out, recs

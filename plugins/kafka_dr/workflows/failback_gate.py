@@ -117,9 +117,10 @@ def data_quality_gate(run: FailbackRun, topics: list[str] | None) -> dict:
     ]
     if not flows:
         return {"skipped": f"no configured flow {survivor} -> {recovered} to compare"}
-    # correctness only: what the outage delayed has a large replication latency by nature
+    # correctness only: what the outage delayed has a large replication latency by nature. In
+    # full: the gate vouches for everything the recovered cluster holds, not only what is new
     result = run_data_quality(
-        cfg, flows=flows, topics=topics, resolve=run.resolve, latency_max_ms=LATENCY_NOT_CHECKED_MS
+        cfg, flows=flows, topics=topics, resolve=run.resolve, latency_max_ms=LATENCY_NOT_CHECKED_MS, full=True
     )
     if not result.success:
         raise DataQualityFailed(result)

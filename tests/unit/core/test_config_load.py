@@ -805,3 +805,15 @@ def test_cluster_connection_supplies_sasl_credentials_as_references():
     assert east["sasl.password"] == SecretRef("airflow", "kafka_east")
     assert east["security.protocol"] == "SASL_SSL"
     assert cfg.cluster("west").client["sasl.username"] == "svc"  # explicit settings win
+
+
+def test_data_quality_run_settings():
+    cfg = parse_config(with_(base(), lambda d: d.update(data_quality={"incremental": False, "full_sweep_hours": 6})))
+    assert (cfg.data_quality.incremental, cfg.data_quality.full_sweep_hours) == (False, 6.0)
+    default = parse_config(base()).data_quality
+    assert (default.incremental, default.full_sweep_hours) == (True, 24.0)
+    bad = problems(with_(base(), lambda d: d.update(data_quality={"incremental": "yes", "full_sweep_hours": -1})))
+    assert [(p.path, p.message) for p in bad] == [
+        ("data_quality.full_sweep_hours", "must not be negative, got -1.0"),
+        ("data_quality.incremental", "expected true or false, got str 'yes'"),
+    ]
