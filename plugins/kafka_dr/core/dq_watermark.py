@@ -13,8 +13,9 @@ duplicate across runs).
 A watermark is not used, and the window is compared in full, when either topic was recreated
 (its topic id differs), when the flow's progress is behind it or the target holds fewer records
 than it names (a reset or truncation), and on compacted topics, where the latest record per
-key depends on every record. A **full sweep** compares everything and replaces every
-watermark; it runs when asked and every ``data_quality.full_sweep_hours``.
+key depends on every record. A **full sweep** compares a partition from its log start again:
+when asked, and when the partition's last full comparison (``swept_ms``, carried from
+watermark to watermark) is ``data_quality.full_sweep_hours`` old.
 
 Nothing here does I/O.
 """
@@ -42,6 +43,7 @@ class Watermark:
     target_topic_id: str
     ts_ms: int = 0
     run_id: str = ""
+    swept_ms: int = 0  #: when this partition was last compared from its log start
 
     @property
     def key(self) -> bytes:
@@ -56,22 +58,11 @@ def mark_key(flow: str, topic: str, partition: int) -> bytes:
     return json.dumps(["watermark", flow, topic, partition], separators=(",", ":")).encode()
 
 
-def sweep_key(flow: str) -> bytes:
-    """The record key of a flow's last full sweep."""
-    return json.dumps(["sweep", flow], separators=(",", ":")).encode()
-
-
-def sweep_record(flow: str, ts_ms: int, run_id: str) -> bytes:
-    return json.dumps({"kind": "sweep", "flow": flow, "ts_ms": ts_ms, "run_id": run_id}).encode()
-
-
-def decode(value: bytes | None) -> Watermark | tuple[str, int] | None:
-    """A stored record: a :class:`Watermark`, ``(flow, ts_ms)`` of a full sweep, or ``None``
-    for a record this version cannot read (ignored: the window is then compared in full)."""
+def decode(value: bytes | None) -> Watermark | None:
+    """A stored watermark, or ``None`` for a record this version cannot read (ignored: the
+    window is then compared in full)."""
     try:
         d = json.loads(value or b"")
-        if d.get("kind") == "sweep":
-            return str(d["flow"]), int(d["ts_ms"])
         if d.get("kind") == "watermark":
             fields = Watermark.__dataclass_fields__
             return Watermark(**{k: d[k] for k in fields if k in d})
@@ -80,22 +71,27 @@ def decode(value: bytes | None) -> Watermark | tuple[str, int] | None:
     return None
 
 
-def sweep_due(last_sweep_ms: int | None, now_ms: int, every_hours: float) -> bool:
-    """Whether a scheduled run compares everything: never swept yet, or the last sweep is
-    ``every_hours`` old (0: only when asked)."""
-    if last_sweep_ms is None:
-        return True
-    return every_hours > 0 and now_ms - last_sweep_ms >= every_hours * 3_600_000
+def sweep_due(mark: Watermark, now_ms: int, every_hours: float) -> bool:
+    """Whether the partition is due a comparison from its log start (``every_hours`` 0: only
+    when asked)."""
+    return every_hours > 0 and now_ms - mark.swept_ms >= every_hours * 3_600_000
 
 
 def narrow(
-    window: PartitionWindow, mark: Watermark | None, source_topic_id: str, target_topic_id: str
+    window: PartitionWindow,
+    mark: Watermark | None,
+    source_topic_id: str,
+    target_topic_id: str,
+    now_ms: int = 0,
+    sweep_hours: float = 0,
 ) -> tuple[PartitionWindow, str | None]:
     """The window an incremental run compares, and ``None``; or the full window and why."""
     if window.compacted:
         return window, "compacted topic"
     if mark is None:
         return window, "no verified watermark"
+    if sweep_due(mark, now_ms, sweep_hours):
+        return window, "full sweep due"
     if (mark.source_topic_id, mark.target_topic_id) != (source_topic_id, target_topic_id):
         return window, "topic recreated"
     if mark.source_offset > window.end:
@@ -135,14 +131,17 @@ def next_mark(
     target_topic_id: str,
     ts_ms: int,
     run_id: str,
+    previous: Watermark | None = None,
 ) -> Watermark | None:
     """The watermark a compared window leaves, or ``None`` (failed, or a compacted topic).
 
     The target side ends before the first copy of a source record at or past the window's
     end (``row["first_in_flight"]``: copied while the comparison planned), so that copy is in
-    the next run's target window, with the source record it names."""
+    the next run's target window, with the source record it names. A full window records
+    its time as the partition's last sweep; a narrowed one carries ``previous``'s."""
     if window.compacted or not passed(row):
         return None
+    swept = ts_ms if window.verified_end is None or previous is None else previous.swept_ms
     in_flight = row.get("first_in_flight")
     target_offset = window.target_end if in_flight is None else min(int(in_flight), window.target_end)
     return Watermark(
@@ -155,6 +154,7 @@ def next_mark(
         target_topic_id,
         ts_ms,
         run_id,
+        swept,
     )
 
 

@@ -1,7 +1,7 @@
 """Which windows a data-quality run compares, and the watermarks it leaves.
 
 A run plans every flow's full windows (:func:`~kafka_dr.kafka.dq_inputs.plan_windows`), then,
-unless it is a full sweep, narrows each to what arrived since its verified watermark
+unless asked for a full sweep, narrows each to what arrived since its verified watermark
 (:func:`~kafka_dr.core.dq_watermark.narrow`). After validation, each window that passed
 leaves its next watermark on the flow's target. The topic ids are read *before* planning: a
 topic recreated in between carries its new id into the next run's check, which then compares
@@ -18,7 +18,7 @@ from confluent_kafka import KafkaException
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.dq import PartitionWindow
-from kafka_dr.core.dq_watermark import narrow, next_mark, sweep_due
+from kafka_dr.core.dq_watermark import Watermark, narrow, next_mark
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, admin
 from kafka_dr.kafka.dq_inputs import plan_windows
 from kafka_dr.kafka.dq_watermarks import read_marks, topic_ids, write_marks
@@ -32,7 +32,7 @@ class FlowPlan:
 
     flow: FlowConfig
     windows: list[PartitionWindow]
-    full_sweep: bool  #: every window compared in full because a sweep was due or asked for
+    marks: Mapping[tuple[str, int], Watermark] = field(default_factory=dict)
     source_ids: Mapping[str, str] = field(default_factory=dict)
     target_ids: Mapping[str, str] = field(default_factory=dict)
     narrowed: int = 0  #: windows compared from their watermark
@@ -47,20 +47,24 @@ def plan_flow(
     full: bool,
 ) -> FlowPlan:
     """The windows of one flow: full when ``full`` (or incremental runs are off), else each
-    from its watermark where one is valid, in full when a sweep is due."""
+    from its watermark where one is valid and no sweep of its partition is due."""
     if not cfg.data_quality.incremental:
-        return FlowPlan(flow, plan_windows(cfg, flow, topics, resolve), full_sweep=True)
-    marks, swept = read_marks(cfg, flow, resolve)
-    full = full or sweep_due(swept, now_ms, cfg.data_quality.full_sweep_hours)
+        return FlowPlan(flow, plan_windows(cfg, flow, topics, resolve))
+    marks = read_marks(cfg, flow, resolve)
     src_ids, dst_ids = _ids(cfg, flow, resolve)
     windows = plan_windows(cfg, flow, topics, resolve)
-    plan = FlowPlan(flow, [], full, src_ids, dst_ids)
+    plan = FlowPlan(flow, [], marks, src_ids, dst_ids)
     for w in windows:
         if full:
             plan.windows.append(w)
             continue
         narrowed, why = narrow(
-            w, marks.get((w.topic, w.partition)), src_ids.get(w.topic, ""), dst_ids.get(w.target_topic, "")
+            w,
+            marks.get((w.topic, w.partition)),
+            src_ids.get(w.topic, ""),
+            dst_ids.get(w.target_topic, ""),
+            now_ms,
+            cfg.data_quality.full_sweep_hours,
         )
         if why is None:
             plan.narrowed += 1
@@ -93,12 +97,11 @@ def keep_marks(
     rows: Mapping[tuple[str, str, int], Mapping],
     now_ms: int,
     run_id: str,
-    whole_flow: bool,
     resolve: SecretResolver | None,
 ) -> int:
     """Write the next watermark of each window of ``plan`` that passed (``rows`` by (flow,
-    topic, partition)); a full sweep of the whole flow also records its time. Returns the
-    number of watermarks written."""
+    topic, partition)). Returns the number written (0 when they could not be: the next run
+    then starts from the previous ones)."""
     if not cfg.data_quality.incremental:
         return 0
     marks = []
@@ -106,13 +109,19 @@ def keep_marks(
         row = rows.get((w.flow, w.topic, w.partition))
         if row is None:
             continue
-        m = next_mark(w, row, plan.source_ids.get(w.topic, ""), plan.target_ids.get(w.target_topic, ""), now_ms, run_id)
+        m = next_mark(
+            w,
+            row,
+            plan.source_ids.get(w.topic, ""),
+            plan.target_ids.get(w.target_topic, ""),
+            now_ms,
+            run_id,
+            plan.marks.get((w.topic, w.partition)),
+        )
         if m is not None:
             marks.append(m)
-    swept = now_ms if plan.full_sweep and whole_flow else None
     try:
-        write_marks(cfg, plan.flow, marks, swept, run_id, resolve)
+        return write_marks(cfg, plan.flow, marks, resolve)
     except Exception as e:  # noqa: BLE001 - the checks are done; the next run starts from the older marks
         log.error("data quality: keeping the watermarks of flow %s: %s", plan.flow.name, e)
         return 0
-    return len(marks)

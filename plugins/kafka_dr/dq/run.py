@@ -94,14 +94,13 @@ def run_data_quality(
     t_validate = time.monotonic()
     partition_rows = [r for r in rows if r["kind"] == "partition"]
     by_window = {(r["flow"], r["topic"], r["partition"]): r for r in partition_rows}
-    marks = sum(keep_marks(config, p, by_window, ts_ms, run_id, topics is None, resolve) for p in plans)
+    marks = sum(keep_marks(config, p, by_window, ts_ms, run_id, resolve) for p in plans)
     figures = {
         "records_source": sum(r["source_count"] or 0 for r in partition_rows),
         "records_target": sum(r["target_count"] or 0 for r in partition_rows),
         "windows_from_watermark": sum(p.narrowed for p in plans),
         "windows_full": len(windows) - sum(p.narrowed for p in plans),
         "windows_read": len(to_read),
-        "full_sweep": all(p.full_sweep for p in plans),
         "watermarks_written": marks,
         "seconds_plan": round(t_plan - t0, 3),
         "seconds_compare": round(t_compare - t_plan, 3),

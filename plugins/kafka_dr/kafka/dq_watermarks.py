@@ -1,8 +1,8 @@
 """The verified data-quality watermarks of a flow, kept on its target cluster.
 
 One compacted topic, ``<prefix>.dq-watermarks``, on the flow's target (where its progress
-lives too): one record per (flow, source topic, partition) and one per flow for its last full
-sweep (:mod:`kafka_dr.core.dq_watermark` encodes them). A run reads them before planning and
+lives too): one record per (flow, source topic, partition) (:mod:`kafka_dr.core.dq_watermark`
+encodes them). A run reads them before planning and
 writes the watermarks of the windows that passed after validating; a run that dies in between
 leaves the previous ones, so the next run compares from there.
 """
@@ -15,7 +15,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPa
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.dq_watermark import Watermark, decode, sweep_key, sweep_record
+from kafka_dr.core.dq_watermark import Watermark, decode
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver
 from kafka_dr.kafka.topic_admin import REQUEST_TIMEOUT, RESULT_TIMEOUT
@@ -24,22 +24,21 @@ from kafka_dr.kafka.topics import ensure_topic
 
 def read_marks(
     cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None
-) -> tuple[dict[tuple[str, int], Watermark], int | None]:
-    """(watermarks by (source topic, partition), time of the last full sweep or ``None``)."""
+) -> dict[tuple[str, int], Watermark]:
+    """The flow's watermarks by (source topic, partition)."""
     topic = cfg.names.dq_watermarks_topic
     c = clients.consumer(
         cfg.cluster(flow.target), cfg.names.reader_group("dq-reader"), resolve, **{"enable.partition.eof": True}
     )
     marks: dict[tuple[str, int], Watermark] = {}
-    swept = None
     where = f"{flow.target}/{topic}"
     try:
         md = c.list_topics(topic, timeout=15).topics.get(topic)
         if md is None or md.error is not None:
-            return marks, swept
+            return marks
         low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=15)
         if high <= low:
-            return marks, swept
+            return marks
         c.assign([TopicPartition(topic, 0, low)])
         while True:
             msg = c.poll(10.0)
@@ -50,13 +49,11 @@ def read_marks(
                     break
                 raise ClusterUnreachable(f"data quality: reading {where}: {msg.error().str()}")
             got = decode(msg.value())
-            if isinstance(got, Watermark) and got.flow == flow.name:
+            if got is not None and got.flow == flow.name:
                 marks[(got.topic, got.partition)] = got
-            elif isinstance(got, tuple) and got[0] == flow.name:
-                swept = got[1]
             if msg.offset() + 1 >= high:
                 break
-        return marks, swept
+        return marks
     except KafkaException as e:
         raise ClusterUnreachable(f"data quality: reading {where}: {e.args[0].str()}") from None
     finally:
@@ -64,15 +61,9 @@ def read_marks(
 
 
 def write_marks(
-    cfg: DrConfig,
-    flow: FlowConfig,
-    marks: Iterable[Watermark],
-    swept_ms: int | None,
-    run_id: str,
-    resolve: SecretResolver | None = None,
+    cfg: DrConfig, flow: FlowConfig, marks: Iterable[Watermark], resolve: SecretResolver | None = None
 ) -> int:
-    """Write ``marks`` (and the full sweep's time when ``swept_ms``); returns how many records
-    were written. Raises when the target does not acknowledge them."""
+    """Write ``marks``; returns how many. Raises when the target does not acknowledge them."""
     topic = cfg.names.dq_watermarks_topic
     cluster = cfg.cluster(flow.target)
     ensure_topic(clients.admin(cluster, resolve), topic, partitions=1, config={"cleanup.policy": "compact"})
@@ -80,9 +71,6 @@ def write_marks(
     n = 0
     for m in marks:
         p.produce(topic, key=m.key, value=m.encode())
-        n += 1
-    if swept_ms is not None:
-        p.produce(topic, key=sweep_key(flow.name), value=sweep_record(flow.name, swept_ms, run_id))
         n += 1
     if p.flush(45) != 0:
         raise ClusterUnreachable(f"data quality: watermarks not acknowledged by {flow.target}/{topic}")

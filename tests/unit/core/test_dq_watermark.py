@@ -15,9 +15,6 @@ from kafka_dr.core.dq_watermark import (
     narrow,
     next_mark,
     passed,
-    sweep_due,
-    sweep_key,
-    sweep_record,
 )
 
 SID, TID = "src-id", "tgt-id"
@@ -27,8 +24,8 @@ def window(start=0, end=100, limit=100, target_start=0, target_end=200, compacte
     return PartitionWindow("f", "east", "west", "t", "t", 0, start, end, limit, target_start, target_end, compacted)
 
 
-def mark(source=40, target=80, sid=SID, tid=TID) -> Watermark:
-    return Watermark("f", "t", 0, source, target, sid, tid, 1, "r")
+def mark(source=40, target=80, sid=SID, tid=TID, swept=0) -> Watermark:
+    return Watermark("f", "t", 0, source, target, sid, tid, 1, "r", swept)
 
 
 def good_row(**over) -> dict:
@@ -78,7 +75,7 @@ def test_only_correctness_failures_stop_the_watermark():
 def test_the_next_target_window_starts_at_the_first_copy_in_flight():
     w = window(end=100, limit=103, target_start=10, target_end=200)
     assert next_mark(w, good_row(first_in_flight=195), SID, TID, 5, "r") == Watermark(
-        "f", "t", 0, 100, 195, SID, TID, 5, "r"
+        "f", "t", 0, 100, 195, SID, TID, 5, "r", swept_ms=5
     )
     assert next_mark(w, good_row(), SID, TID, 5, "r").target_offset == 200
     assert next_mark(w, good_row(missing=1), SID, TID, 5, "r") is None
@@ -125,19 +122,21 @@ def test_empty_windows_need_no_reading():
     assert passed(row) and row["window_start"] == 100
 
 
-def test_sweeps_are_due_when_never_run_or_old_enough():
+def test_a_partition_is_swept_again_when_its_last_full_comparison_is_old():
     hour = 3_600_000
-    assert sweep_due(None, 5, 24)
-    assert sweep_due(None, 5, 0)
-    assert not sweep_due(0, 23 * hour, 24)
-    assert sweep_due(0, 24 * hour, 24)
-    assert not sweep_due(0, 10**6 * hour, 0)  # 0: only when asked
+    m = mark(swept=0)
+    assert narrow(window(), m, SID, TID, 23 * hour, 24)[1] is None
+    assert narrow(window(), m, SID, TID, 24 * hour, 24) == (window(), "full sweep due")
+    assert narrow(window(), m, SID, TID, 10**6 * hour, 0)[1] is None  # 0: only when asked
+    # a full window records the sweep; a narrowed one carries the last sweep forward
+    full_next = next_mark(window(), good_row(), SID, TID, 7 * hour, "r", m)
+    narrowed, _ = narrow(window(), m, SID, TID, hour, 24)
+    assert full_next.swept_ms == 7 * hour
+    assert next_mark(narrowed, good_row(), SID, TID, 7 * hour, "r", m).swept_ms == 0
 
 
 def test_stored_records_round_trip_and_unknown_ones_are_ignored():
-    m = mark()
+    m = mark(swept=3)
     assert decode(m.encode()) == m and m.key == mark_key("f", "t", 0)
-    assert decode(sweep_record("f", 42, "r")) == ("f", 42)
-    assert sweep_key("f") != mark_key("f", "t", 0)
-    for junk in (None, b"", b"[]", b"{}", b'{"kind":"watermark","flow":"f"}', b"\xff", b'{"kind":"sweep"}'):
+    for junk in (None, b"", b"[]", b"{}", b'{"kind":"watermark","flow":"f"}', b"\xff", b'{"kind":"other"}'):
         assert decode(junk) is None, junk
