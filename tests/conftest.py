@@ -102,6 +102,31 @@ def lab3():
         lab.down(wipe=True)
 
 
+@pytest.fixture(scope="module")
+def secure_lab():
+    """Two SASL_SSL clusters with an authorizer at base port + 1000, their credentials in this
+    process's env; one per test module (each module's tests change its ACLs and users)."""
+    from kafka_dr.lab.lab import Lab
+    from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV, read_secrets
+
+    lab = Lab(TEST_LAB.with_name(TEST_LAB.name + "-secure"))
+    lab.down(wipe=True)
+    atexit.register(lambda: lab.down(wipe=True))
+    lab.up(count=2, base_port=TEST_BASE_PORT + 1000, secure=True)
+    secrets = read_secrets(lab.root)
+    saved = {k: os.environ.get(k) for k in secrets}
+    os.environ.update({k: v for k, v in secrets.items() if k != KEYSTORE_PASSWORD_ENV})
+    try:
+        yield lab, secrets
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        lab.down(wipe=True)
+
+
 @pytest.fixture(scope="session")
 def spark_cluster():
     """A Spark standalone cluster of two one-core workers (kafka_dr.lab.spark_cluster) in a folder

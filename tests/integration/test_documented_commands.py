@@ -42,6 +42,8 @@ ORDER = [
     ".venv/bin/airflow dags test dr_heartbeat",
     ".venv/bin/airflow dags test dr_topic_config_sync",
     ".venv/bin/airflow dags test dr_schema_mirror",
+    ".venv/bin/kafka-dr acl-sync --dry-run",
+    ".venv/bin/kafka-dr acl-sync --flow east_to_west",
     ".venv/bin/airflow dags test dr_preflight",
     ".venv/bin/kafka-dr lab stop east",
     ".venv/bin/kafka-dr lab start east",

@@ -8,7 +8,6 @@ XCom value or generated file holds a password.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -19,39 +18,12 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.lab.drill import Job
-from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV, read_secrets
+from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV
 from kafka_dr.lab.topology import LAB_PASSWORD_ENV, LAB_USER_ENV
 
 pytestmark = [pytest.mark.lab]
 
 CONN = "kafka_dr_secure"
-
-
-@pytest.fixture(scope="module")
-def secure_lab():
-    """Two SASL_SSL clusters at base port + 1000; their credentials in this process's env."""
-    import atexit
-
-    from kafka_dr.lab.lab import Lab
-
-    test_lab = Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", Path(__file__).resolve().parents[2] / ".lab-test"))
-    base = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092"))
-    lab = Lab(test_lab.with_name(test_lab.name + "-secure"))
-    lab.down(wipe=True)
-    atexit.register(lambda: lab.down(wipe=True))
-    lab.up(count=2, base_port=base + 1000, secure=True)
-    secrets = read_secrets(lab.root)
-    saved = {k: os.environ.get(k) for k in secrets}
-    os.environ.update({k: v for k, v in secrets.items() if k != KEYSTORE_PASSWORD_ENV})
-    try:
-        yield lab, secrets
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        lab.down(wipe=True)
 
 
 def _narrowed(lab, tmp_path: Path, topic: str, name: str = "kafka-dr.yaml", via_airflow: bool = False) -> Path:

@@ -1,17 +1,17 @@
 """The ``kafka-dr`` command: parse, run one subcommand, end with one clear line.
 
 Each subcommand lives in its own module (``lab_cmd``, ``airflow_cmds``, ``spark_cmds``,
-``operator_cmds``, ``tool_cmds``) and registers a handler. Exit codes: 0 ok, 1 the operation failed, 2 bad usage
-or an invalid config (argparse's own errors are 2 as well). ``--debug`` adds the traceback,
-``--verbose`` shows Spark's and the Kafka clients' output, ``--json`` prints a summary as one
-JSON line for scripts.
+``operator_cmds``, ``sync_cmds``, ``tool_cmds``) and registers a handler. Exit codes: 0 ok,
+1 the operation failed, 2 bad usage or an invalid config (argparse's own errors are 2 as
+well). ``--debug`` adds the traceback, ``--verbose`` shows Spark's and the Kafka clients'
+output, ``--json`` prints a summary as one JSON line for scripts.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from kafka_dr.cli import airflow_cmds, gameday_cmd, lab_cmd, operator_cmds, spark_cmds, tool_cmds
+from kafka_dr.cli import airflow_cmds, gameday_cmd, lab_cmd, operator_cmds, spark_cmds, sync_cmds, tool_cmds
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     airflow_cmds.add_parser(sub, common)
     spark_cmds.add_parsers(sub, common)
     operator_cmds.add_parsers(sub, common)
+    sync_cmds.add_parsers(sub, common)
     gameday_cmd.add_parser(sub, common)
     return parser
 

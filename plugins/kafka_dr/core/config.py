@@ -131,6 +131,7 @@ class Schedules:
 
     heartbeat: str | None = "* * * * *"
     topic_config_sync: str | None = "*/10 * * * *"
+    acl_sync: str | None = "*/10 * * * *"
     schema_mirror: str | None = "*/5 * * * *"
     offset_sync: str | None = "* * * * *"
     data_quality: str | None = "@hourly"
@@ -228,6 +229,26 @@ class DataQuality:
 
 
 @dataclass(frozen=True)
+class AclSync:
+    """ACL sync settings. ``principals`` names one application's principal on each cluster
+    (``{logical name: {cluster: "User:..."}}``); a principal not named there is the same on
+    every cluster."""
+
+    #: MirrorMaker 2's behaviour: topic bindings lose WRITE and the like, ALL becomes READ
+    read_only: bool = False
+    transactional_ids_allow: tuple[str, ...] = (".*",)
+    transactional_ids_deny: tuple[str, ...] = ()
+    principals: Mapping[str, Mapping[str, str]] = field(default_factory=lambda: MappingProxyType({}))
+
+    def principal_on(self, principal: str, source: str, target: str) -> str:
+        """``principal`` of cluster ``source`` as it is called on ``target``."""
+        for by_cluster in self.principals.values():
+            if by_cluster.get(source) == principal:
+                return by_cluster.get(target, principal)
+        return principal
+
+
+@dataclass(frozen=True)
 class DrConfig:
     """The whole configuration. Build it with ``load_config``/``parse_config``."""
 
@@ -243,6 +264,7 @@ class DrConfig:
     preflight: Preflight = field(default_factory=Preflight)
     consumer_groups: ConsumerGroups = field(default_factory=ConsumerGroups)
     data_quality: DataQuality = field(default_factory=DataQuality)
+    acl_sync: AclSync = field(default_factory=AclSync)
     internal_prefix: str = "_kafka_dr"
     source_path: str | None = None  #: where it was loaded from, for messages
 

@@ -33,6 +33,7 @@ from kafka_dr.core.config_sections import (
     parse_spark,
     parse_thresholds,
 )
+from kafka_dr.core.config_security import parse_acl_sync
 from kafka_dr.core.distribution import parse_tree
 from kafka_dr.core.parse_context import ParseContext, Problem
 
@@ -122,6 +123,7 @@ TOP_KEYS = {
     "preflight",
     "consumer_groups",
     "data_quality",
+    "acl_sync",
 }
 
 
@@ -163,6 +165,7 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
         incremental=ctx.typed(dq.get("incremental"), "data_quality.incremental", bool, True, "true or false"),
         full_sweep_hours=sweep,
     )
+    acl_sync = parse_acl_sync(ctx, top.get("acl_sync"), clusters)
     schema_mirror = parse_schema_mirror(ctx, top.get("schema_mirror"), clusters)
     distribution = None
     if "distribution" in top:
@@ -196,6 +199,7 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
         preflight=preflight,
         consumer_groups=consumer_groups,
         data_quality=data_quality,
+        acl_sync=acl_sync,
         distribution=distribution,
         internal_prefix=internal_prefix,
         source_path=source,

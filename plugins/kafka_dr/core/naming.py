@@ -110,6 +110,11 @@ class InternalNames:
         return f"{self.prefix}.dq-watermarks"
 
     @property
+    def acl_state_topic(self) -> str:
+        """Compacted, on every synced target: the ACL bindings the product created there, per flow."""
+        return f"{self.prefix}.acl-sync"
+
+    @property
     def seed_map_topic(self) -> str:
         """Runs of (source offset, target offset) written while a failback seeds a cluster."""
         return f"{self.prefix}.seed-map"
@@ -178,4 +183,5 @@ READERS = (
     "heartbeat-reader",
     "state-reader",
     "dq-reader",
+    "acl-reader",
 )

@@ -34,6 +34,7 @@ from kafka_dr.core.selection import empty_selection, selected_data_topics
 #: The periodic DAGs whose last run the page shows, with the words it uses for them.
 SYNC_DAGS = {
     "dr_topic_config_sync": "Topic-config sync",
+    "dr_acl_sync": "ACL sync",
     "dr_schema_mirror": "Schema mirror",
     "dr_offset_sync": "Consumer-offset sync",
     "dr_heartbeat": "Heartbeats",

@@ -817,3 +817,39 @@ def test_data_quality_run_settings():
         ("data_quality.full_sweep_hours", "must not be negative, got -1.0"),
         ("data_quality.incremental", "expected true or false, got str 'yes'"),
     ]
+
+
+def test_acl_sync_settings():
+    principals = {"billing": {"east": "User:billing-east", "west": "User:billing-west"}}
+    cfg = parse_config(
+        with_(
+            base(),
+            lambda d: d.update(
+                acl_sync={"read_only": True, "transactional_ids": {"deny": ["test-.*"]}, "principals": principals}
+            ),
+        )
+    )
+    a = cfg.acl_sync
+    assert (a.read_only, a.transactional_ids_allow, a.transactional_ids_deny) == (True, (".*",), ("test-.*",))
+    assert a.principal_on("User:billing-east", "east", "west") == "User:billing-west"
+    assert a.principal_on("User:someone", "east", "west") == "User:someone"
+    assert parse_config(base()).acl_sync.read_only is False
+    bad = problems(
+        with_(
+            base(),
+            lambda d: d.update(
+                acl_sync={
+                    "principals": {
+                        "a": {"east": "billing", "north": "User:x"},
+                        "b": {"west": "User:w"},
+                        "c": {"west": "User:w"},
+                    }
+                }
+            ),
+        )
+    )
+    assert sorted((p.path, p.message) for p in bad) == [
+        ("acl_sync.principals.a.east", "bad principal 'billing'"),
+        ("acl_sync.principals.a.north", "unknown key"),
+        ("acl_sync.principals.c.west", "User:w on west is already named 'b'"),
+    ]

@@ -1,0 +1,69 @@
+"""ACL sync for one flow against the real clusters.
+
+Reads every binding on both clusters and what the product created on each
+(:mod:`kafka_dr.kafka.acl_state`), plans with :func:`kafka_dr.core.acl_sync.plan_acls`, then on
+the target: records the intent, creates, deletes, and records what it owns afterwards.
+Idempotent: a second run plans nothing. A target without an authorizer (it refuses bindings;
+every client may do everything there) is a "not set up" note, not a failure. Refused
+bindings are collected; the run applies what it can and then raises :class:`AclSyncFailed`
+with the report attached.
+"""
+
+from __future__ import annotations
+
+from kafka_dr.core.acl_sync import AclPlan, plan_acls, report, scope_for
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.acl_admin import NoAuthorizer, create_acls, delete_acls, describe_acls
+from kafka_dr.kafka.acl_state import read_owned, write_owned
+from kafka_dr.kafka.clients import SecretResolver
+
+
+class AclSyncFailed(RuntimeError):
+    """Some bindings of a flow's sync were refused; ``report`` has them under ``errors``."""
+
+    def __init__(self, report: dict) -> None:
+        self.report = report
+        lines = "\n".join(f"  {e}" for e in report["errors"])
+        super().__init__(
+            f"ACL sync of flow {report['flow']} ({report['source']} -> {report['target']}): "
+            f"{len(report['errors'])} binding(s) refused:\n{lines}"
+        )
+
+
+def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, dry_run: bool = False) -> dict:
+    """Make the flow's target hold the source's bindings (mapped); return the drift report."""
+    source_admin = clients.admin(cfg.cluster(flow.source), resolve)
+    target_admin = clients.admin(cfg.cluster(flow.target), resolve)
+    try:
+        source = describe_acls(source_admin, flow.source)
+        target = describe_acls(target_admin, flow.target)
+    except NoAuthorizer as e:
+        return _not_set_up(flow, dry_run, e)
+    source_owned = set().union(*read_owned(cfg, flow.source, resolve).values())
+    recorded = read_owned(cfg, flow.target, resolve).get(flow.name, set())
+    plan = plan_acls(source, source_owned, target, recorded, scope_for(cfg, flow))
+    out = report(flow, plan, dry_run)
+    if dry_run:
+        return out
+    if plan.create:
+        write_owned(cfg, flow.name, flow.target, plan.intent, resolve)
+    try:
+        refused_create = create_acls(target_admin, flow.target, plan.create)
+    except NoAuthorizer as e:  # the target lets every client do everything: no bindings to keep
+        return _not_set_up(flow, dry_run, e)
+    refused_delete = delete_acls(target_admin, flow.target, plan.delete)
+    owned = (plan.owned - set(refused_create)) | set(refused_delete)
+    if owned != recorded:
+        write_owned(cfg, flow.name, flow.target, owned, resolve)
+    errors = [*refused_create.values(), *refused_delete.values()]
+    if errors:
+        out["errors"] = errors
+        raise AclSyncFailed(out)
+    return out
+
+
+def _not_set_up(flow: FlowConfig, dry_run: bool, e: NoAuthorizer) -> dict:
+    out = report(flow, AclPlan(), dry_run)
+    out["notes"] = [f"not set up: {e}; nothing to sync"]
+    return out

@@ -1,0 +1,161 @@
+"""ACL sync on the secure lab, whose brokers run an authorizer.
+
+The application's own SCRAM principal gets bindings on east only; after ``dr_acl_sync`` it
+produces transactionally, consumes and commits on west, while a principal without bindings on
+east cannot. A binding removed on east disappears from west (and is not copied back by the
+west -> east flow); an operator's own binding on west is never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+from kafka_dr.core.acl_sync import Acl
+from kafka_dr.core.config_load import load_config
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.acl_admin import create_acls, delete_acls, describe_acls
+from kafka_dr.kafka.topics import ensure_topic
+
+pytestmark = [pytest.mark.lab]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _config(lab, tmp_path: Path, topic: str) -> Path:
+    doc = yaml.safe_load(lab.config_file.read_text())
+    for f in doc["flows"]:
+        f["topics"] = {"allow": [topic]}
+    path = tmp_path / "kafka-dr.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _user(cluster, name: str, password: str) -> None:
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    admin = clients.admin(cluster)  # kept alive until the answer is in
+    upsert = UserScramCredentialUpsertion(name, info, password.encode())
+    for fut in admin.alter_user_scram_credentials([upsert]).values():
+        fut.result(timeout=30)
+
+
+def _as(cluster, user: str, password: str, **extra) -> dict:
+    conf = clients.client_config(cluster, **{"sasl.username": user, "sasl.password": password, **extra})
+    conf.pop("logger", None)
+    return {**conf, "log_level": 0}
+
+
+def _produce_tx(conf: dict, topic: str, n: int) -> None:
+    p = Producer(conf)
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(n):
+        p.produce(topic, key=str(i).encode(), value=b"v%d" % i)
+    p.commit_transaction(30)
+
+
+def _produce_error(conf: dict, topic: str) -> int | None:
+    """The error code of one plain produce, or ``None`` when it was written."""
+    got = []
+    p = Producer({**conf, "message.timeout.ms": 10_000})
+    p.produce(topic, value=b"x", on_delivery=lambda err, _m: got.append(err))
+    p.flush(20)
+    return got[0].code() if got and got[0] is not None else None
+
+
+def _consume_and_commit(conf: dict, topic: str, n: int) -> int:
+    settings = {"auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": "read_committed"}
+    c = Consumer({**conf, **settings})
+    try:
+        c.subscribe([topic])
+        seen = 0
+        for _ in range(60):
+            msg = c.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error():
+                raise KafkaException(msg.error())
+            seen += 1
+            if seen == n:
+                break
+        c.commit(asynchronous=False)
+        return seen
+    finally:
+        c.close()
+
+
+def _wait_for(check, what: str, seconds: float = 20.0):
+    """ACL changes reach every broker through the metadata log: allow a moment."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        got = check()
+        if got or time.monotonic() > deadline:
+            assert got, what
+            return got
+        time.sleep(0.5)
+
+
+def test_synced_acls_let_the_application_work_on_the_target(secure_lab, airflow_db, tmp_path, topic_name):
+    from test_dag_runs import _task_states
+
+    from kafka_dr.airflow.acl_sync_dag import build_acl_sync_dag
+
+    lab, _ = secure_lab
+    path = _config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    suffix = uuid.uuid4().hex[:6]
+    app, nobody, group, txn = f"app-{suffix}", f"nobody-{suffix}", f"billing-{suffix}", f"app-tx-{suffix}"
+    pw = {app: uuid.uuid4().hex, nobody: uuid.uuid4().hex}
+    for cluster in (east, west):
+        ensure_topic(clients.admin(cluster), topic_name, partitions=2)
+        for user, secret in pw.items():
+            _user(cluster, user, secret)
+    on_west = _as(west, app, pw[app])
+    assert _produce_error(on_west, topic_name) == KafkaError.TOPIC_AUTHORIZATION_FAILED  # nothing granted yet
+
+    granted = [
+        Acl("TOPIC", topic_name, "LITERAL", f"User:{app}", "*", "READ", "ALLOW"),
+        Acl("TOPIC", topic_name, "LITERAL", f"User:{app}", "*", "WRITE", "ALLOW"),
+        Acl("GROUP", group, "LITERAL", f"User:{app}", "*", "READ", "ALLOW"),
+        Acl("TRANSACTIONAL_ID", txn, "LITERAL", f"User:{app}", "*", "WRITE", "ALLOW"),
+        Acl("CLUSTER", "kafka-cluster", "LITERAL", f"User:{app}", "*", "IDEMPOTENT_WRITE", "ALLOW"),
+    ]
+    operators_own = Acl("TOPIC", topic_name, "LITERAL", f"User:ops-{suffix}", "*", "DESCRIBE", "ALLOW")
+    assert create_acls(clients.admin(east), "east", granted) == {}
+    assert create_acls(clients.admin(west), "west", [operators_own]) == {}
+    _wait_for(lambda: set(granted) <= describe_acls(clients.admin(east), "east"), "bindings on east")
+
+    run = build_acl_sync_dag(cfg).test()
+    assert str(run.state) == "success", _task_states(run)
+    on_west_tx = _as(west, app, pw[app], **{"transactional.id": txn})
+    _wait_for(lambda: _produce_error(on_west, topic_name) is None, "the application produces on west")
+    _produce_tx(on_west_tx, topic_name, 10)
+    assert _consume_and_commit(_as(west, app, pw[app], **{"group.id": group}), topic_name, 11) == 11
+    assert _produce_error(_as(west, nobody, pw[nobody]), topic_name) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+    # WRITE removed on east: the CLI twin removes it from west, leaves READ and the operator's own
+    assert delete_acls(clients.admin(east), "east", [granted[1]]) == {}
+    _wait_for(lambda: granted[1] not in describe_acls(clients.admin(east), "east"), "WRITE gone from east")
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run(
+        ["kafka-dr", "acl-sync", "--config", str(path)], capture_output=True, text=True, env=env, cwd=REPO, timeout=120
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 deleted" in proc.stdout and str(granted[1]) in proc.stdout, proc.stdout
+    on_west_now = describe_acls(clients.admin(west), "west")
+    assert granted[1] not in on_west_now and granted[0] in on_west_now and operators_own in on_west_now
+    assert granted[1] not in describe_acls(clients.admin(east), "east")  # west -> east did not copy it back
+    _wait_for(
+        lambda: _produce_error(on_west, topic_name) == KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        "the application may no longer write on west",
+    )
