@@ -139,6 +139,9 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr acl-sync --flow east_to_west": Check(
         RUN, r"^ACL sync of flow east_to_west \(east -> west\): 0 created, 0 deleted, 0 in sync$"
     ),
+    ".venv/bin/kafka-dr quota-sync --dry-run": Check(
+        RUN, r"^quota sync of flow west_to_east \(west -> east\): 0 to set, 0 to delete, 0 in sync$"
+    ),
     ".venv/bin/airflow dags test dr_schema_mirror": Check(
         RUN, r"DagRun Finished: dag_id=dr_schema_mirror, .*state=success"
     ),

@@ -17,7 +17,7 @@ What one flow copies from its source to its target:
   a binding on the product's own topics, groups or transactional ids.
 
 Principals are renamed with ``acl_sync.principals``. **Ownership**: the target's bindings that
-the product created are recorded (:mod:`kafka_dr.kafka.acl_state`); only those are ever
+the product created are recorded (:mod:`kafka_dr.kafka.sync_state`); only those are ever
 deleted (when the source no longer has them), and bindings the product created on the
 *source* are not copied back, so active/active flows cannot loop a binding back after an
 operator removed it. Nothing here does I/O.

@@ -132,6 +132,7 @@ class Schedules:
     heartbeat: str | None = "* * * * *"
     topic_config_sync: str | None = "*/10 * * * *"
     acl_sync: str | None = "*/10 * * * *"
+    quota_sync: str | None = "*/10 * * * *"
     schema_mirror: str | None = "*/5 * * * *"
     offset_sync: str | None = "* * * * *"
     data_quality: str | None = "@hourly"

@@ -115,6 +115,11 @@ class InternalNames:
         return f"{self.prefix}.acl-sync"
 
     @property
+    def quota_state_topic(self) -> str:
+        """Compacted, on every synced target: the client quotas the product set there, per flow."""
+        return f"{self.prefix}.quota-sync"
+
+    @property
     def seed_map_topic(self) -> str:
         """Runs of (source offset, target offset) written while a failback seeds a cluster."""
         return f"{self.prefix}.seed-map"
@@ -183,5 +188,5 @@ READERS = (
     "heartbeat-reader",
     "state-reader",
     "dq-reader",
-    "acl-reader",
+    "sync-state-reader",
 )

@@ -35,6 +35,7 @@ from kafka_dr.core.selection import empty_selection, selected_data_topics
 SYNC_DAGS = {
     "dr_topic_config_sync": "Topic-config sync",
     "dr_acl_sync": "ACL sync",
+    "dr_quota_sync": "Client-quota sync",
     "dr_schema_mirror": "Schema mirror",
     "dr_offset_sync": "Consumer-offset sync",
     "dr_heartbeat": "Heartbeats",

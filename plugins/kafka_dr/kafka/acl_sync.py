@@ -1,7 +1,7 @@
 """ACL sync for one flow against the real clusters.
 
 Reads every binding on both clusters and what the product created on each
-(:mod:`kafka_dr.kafka.acl_state`), plans with :func:`kafka_dr.core.acl_sync.plan_acls`, then on
+(:mod:`kafka_dr.kafka.sync_state`), plans with :func:`kafka_dr.core.acl_sync.plan_acls`, then on
 the target: records the intent, creates, deletes, and records what it owns afterwards.
 Idempotent: a second run plans nothing. A target without an authorizer (it refuses bindings;
 every client may do everything there) is a "not set up" note, not a failure. Refused
@@ -11,12 +11,12 @@ with the report attached.
 
 from __future__ import annotations
 
-from kafka_dr.core.acl_sync import AclPlan, plan_acls, report, scope_for
+from kafka_dr.core.acl_sync import AclPlan, decode_owned, encode_owned, plan_acls, report, scope_for
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.acl_admin import NoAuthorizer, create_acls, delete_acls, describe_acls
-from kafka_dr.kafka.acl_state import read_owned, write_owned
 from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.sync_state import read_owned, write_owned
 
 
 class AclSyncFailed(RuntimeError):
@@ -40,14 +40,15 @@ def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = 
         target = describe_acls(target_admin, flow.target)
     except NoAuthorizer as e:
         return _not_set_up(flow, dry_run, e)
-    source_owned = set().union(*read_owned(cfg, flow.source, resolve).values())
-    recorded = read_owned(cfg, flow.target, resolve).get(flow.name, set())
+    topic = cfg.names.acl_state_topic
+    source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_owned, resolve).values())
+    recorded = read_owned(cfg, flow.target, topic, decode_owned, resolve).get(flow.name, set())
     plan = plan_acls(source, source_owned, target, recorded, scope_for(cfg, flow))
     out = report(flow, plan, dry_run)
     if dry_run:
         return out
     if plan.create:
-        write_owned(cfg, flow.name, flow.target, plan.intent, resolve)
+        write_owned(cfg, flow.target, topic, flow.name, encode_owned(flow.name, plan.intent), resolve)
     try:
         refused_create = create_acls(target_admin, flow.target, plan.create)
     except NoAuthorizer as e:  # the target lets every client do everything: no bindings to keep
@@ -55,7 +56,7 @@ def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = 
     refused_delete = delete_acls(target_admin, flow.target, plan.delete)
     owned = (plan.owned - set(refused_create)) | set(refused_delete)
     if owned != recorded:
-        write_owned(cfg, flow.name, flow.target, owned, resolve)
+        write_owned(cfg, flow.target, topic, flow.name, encode_owned(flow.name, owned), resolve)
     errors = [*refused_create.values(), *refused_delete.values()]
     if errors:
         out["errors"] = errors

@@ -1,9 +1,10 @@
-"""ACL sync on the secure lab, whose brokers run an authorizer.
+"""ACL and client-quota sync on the secure lab, whose brokers run an authorizer.
 
 The application's own SCRAM principal gets bindings on east only; after ``dr_acl_sync`` it
 produces transactionally, consumes and commits on west, while a principal without bindings on
 east cannot. A binding removed on east disappears from west (and is not copied back by the
-west -> east flow); an operator's own binding on west is never touched.
+west -> east flow); an operator's own binding on west is never touched. A producer quota set
+on east throttles the application's producer on west after ``dr_quota_sync``.
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ def _wait_for(check, what: str, seconds: float = 20.0):
 def test_synced_acls_let_the_application_work_on_the_target(secure_lab, airflow_db, tmp_path, topic_name):
     from test_dag_runs import _task_states
 
-    from kafka_dr.airflow.acl_sync_dag import build_acl_sync_dag
+    from kafka_dr.airflow.access_sync_dags import build_acl_sync_dag
 
     lab, _ = secure_lab
     path = _config(lab, tmp_path, topic_name)
@@ -159,3 +160,47 @@ def test_synced_acls_let_the_application_work_on_the_target(secure_lab, airflow_
         lambda: _produce_error(on_west, topic_name) == KafkaError.TOPIC_AUTHORIZATION_FAILED,
         "the application may no longer write on west",
     )
+
+
+def _throttled_seconds(conf: dict, topic: str, kib: int = 600) -> float:
+    """The longest throttle the brokers imposed while ``kib`` KiB were produced (0: none)."""
+    import time
+
+    events: list[float] = []
+    p = Producer({**conf, "linger.ms": 5, "throttle_cb": lambda e: events.append(e.throttle_time)})
+    for _ in range(kib):
+        p.produce(topic, value=b"x" * 1024)
+        p.poll(0)
+    deadline = time.monotonic() + 30
+    while p.flush(0.5) > 0 and not any(events) and time.monotonic() < deadline:
+        pass
+    p.poll(0.5)
+    return max(events, default=0.0)
+
+
+def test_a_source_quota_throttles_the_application_on_the_target(secure_lab, airflow_db, tmp_path, topic_name):
+    from test_dag_runs import _task_states
+
+    from kafka_dr.airflow.access_sync_dags import build_quota_sync_dag
+    from kafka_dr.core.quota_sync import entity
+    from kafka_dr.kafka.client_quotas import alter_quotas, describe_quotas
+
+    lab, _ = secure_lab
+    path = _config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    west = cfg.cluster("west")
+    app, pw = f"app-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
+    for name in ("east", "west"):
+        ensure_topic(clients.admin(cfg.cluster(name)), topic_name, partitions=1)
+        _user(cfg.cluster(name), app, pw)
+    write = Acl("TOPIC", topic_name, "LITERAL", f"User:{app}", "*", "WRITE", "ALLOW")
+    assert create_acls(clients.admin(west), "west", [write]) == {}  # the operator's own, on west
+    on_west = _as(west, app, pw)
+    _wait_for(lambda: _produce_error(on_west, topic_name) is None, "the application produces on west")
+    assert _throttled_seconds(on_west, topic_name) == 0.0  # no quota on west yet
+
+    alter_quotas(cfg, "east", {(entity(user=app), "producer_byte_rate"): 10240.0}, [])
+    run = build_quota_sync_dag(cfg).test()
+    assert str(run.state) == "success", _task_states(run)
+    assert describe_quotas(cfg, "west")[(entity(user=app), "producer_byte_rate")] == 10240.0
+    assert _throttled_seconds(on_west, topic_name) > 0.0
