@@ -2,7 +2,8 @@
 a survivor. Triggered from the Airflow UI (a form), never scheduled.
 
 Steps (each a task, each safe to re-run; see :mod:`kafka_dr.workflows.failover`):
-confirm the failed cluster is down (or ``force``) -> stop the flows that read from it ->
+confirm the failed cluster is down (or ``force``) -> parity report of the survivor (``not
+ready`` is refused unless ``force``) -> stop the flows that read from it ->
 translate and commit the consumer groups' offsets on the survivor -> recovery-point report ->
 record the survivor as active cluster and schema-registry primary -> summary (log, XCom,
 notification). ``dry_run`` (the default) changes nothing and reports what would happen.
@@ -37,7 +38,10 @@ def failover_params(cfg: DrConfig) -> dict:
         ),
         "consumer_groups": groups_param(),
         "dry_run": dry_run_param("failover"),
-        "force": force_param("Fail over even though the failed cluster still answers (stop its producers first!)."),
+        "force": force_param(
+            "Fail over even though the failed cluster still answers (stop its producers first!), "
+            "or the parity report says the survivor is not ready for the applications."
+        ),
     }
 
 
@@ -80,6 +84,12 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
 
             return confirm_down(_run(context))
 
+        @task(task_id="check_parity", retries=1)
+        def parity(**context) -> dict:
+            from kafka_dr.workflows.failover import check_parity
+
+            return check_parity(_run(context))
+
         @task(task_id="stop_flows_from_failed", retries=1)
         def stop(**context) -> dict:
             from kafka_dr.workflows.failover import stop_flows
@@ -106,7 +116,9 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             return record_active(_run(context), {"missing_records_at_least": missing})
 
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
-        def summarize(confirmed: dict, stopped: dict, moved: list, rpo_result: dict, recorded: dict, **context) -> dict:
+        def summarize(
+            confirmed: dict, ready: dict, stopped: dict, moved: list, rpo_result: dict, recorded: dict, **context
+        ) -> dict:
             from kafka_dr.workflows.failover import format_summary
 
             failed, survivor, dry = _args(context)
@@ -115,6 +127,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
                 "survivor": survivor,
                 "dry_run": dry,
                 "confirm_down": confirmed,
+                "parity": ready,
                 "stop_flows": stopped,
                 "consumer_groups": moved,
                 "rpo": rpo_result,
@@ -128,11 +141,12 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             return summary
 
         c = confirm()
+        p = parity()
         s = stop()
         g = groups()
         r = rpo()
         a = record(r)
         # the RPO report and the consumer move both need the flows stopped, not each other
-        c >> s >> [g, r]
-        summarize(c, s, g, r, a)
+        c >> p >> s >> [g, r]
+        summarize(c, p, s, g, r, a)
     return dag

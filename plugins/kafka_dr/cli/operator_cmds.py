@@ -21,7 +21,9 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     fo.add_argument("--to", dest="survivor", required=True, help="the surviving cluster")
     fo.add_argument("--groups", default=".*", help="consumer groups to move (regex, default all)")
     fo.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
-    fo.add_argument("--force", action="store_true", help="even if the failed cluster still answers")
+    fo.add_argument(
+        "--force", action="store_true", help="even if the failed cluster still answers, or the survivor is not ready"
+    )
     fo.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     fo.set_defaults(handler=failover)
     fb = sub.add_parser(

@@ -1,8 +1,9 @@
-"""``kafka-dr acl-sync`` and ``kafka-dr quota-sync``: the CLI twins of ``dr_acl_sync`` and
-``dr_quota_sync``.
+"""``kafka-dr acl-sync``, ``quota-sync`` (the CLI twins of ``dr_acl_sync``, ``dr_quota_sync``)
+and ``kafka-dr parity``.
 
-Each syncs every enabled flow (or the ones ``--flow`` names) and prints each drift report;
+Each sync runs every enabled flow (or the ones ``--flow`` names) and prints each drift report;
 ``acl-sync`` ends with one line naming the flows whose bindings were refused (exit 1).
+``parity`` prints the report and exits 1 when the target is not ready (or it cannot tell).
 """
 
 from __future__ import annotations
@@ -25,6 +26,15 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     _common(quota)
     quota.set_defaults(handler=quota_sync)
+    parity = sub.add_parser(
+        "parity",
+        parents=[common],
+        help="is a cluster ready for the applications after failover? topics, configs, ACLs, quotas, users, groups",
+    )
+    parity.add_argument("--from", dest="source", required=True, help="the cluster the applications leave")
+    parity.add_argument("--to", dest="target", required=True, help="the cluster they would move to")
+    parity.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
+    parity.set_defaults(handler=parity_report)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -44,6 +54,26 @@ def _flows(a: argparse.Namespace):
     if unknown:
         raise InvalidInput([f"--flow {n}: no such flow (flows: {', '.join(known)})" for n in unknown])
     return cfg, [known[n] for n in a.flow] if a.flow else [f for f in cfg.flows if f.enabled]
+
+
+def parity_report(a: argparse.Namespace) -> int:
+    from kafka_dr.cli.operator_cmds import _config
+    from kafka_dr.core.failover import cluster_pair_problem
+    from kafka_dr.core.inputs import InvalidInput
+    from kafka_dr.core.parity import format_report
+    from kafka_dr.workflows.parity import parity_report as report_of
+
+    cfg = _config(a.config)
+    problem = cluster_pair_problem(list(cfg.clusters), ("--from", a.source), ("--to", a.target))
+    if problem is None and not any(f.enabled and (f.source, f.target) == (a.source, a.target) for f in cfg.flows):
+        problem = f"no enabled flow {a.source} -> {a.target}: nothing replicates what the applications would need"
+    if problem:
+        raise InvalidInput([problem])
+    report = report_of(cfg, a.source, a.target)
+    print(json.dumps(report) if a.json else format_report(report), flush=True)
+    if report["verdict"] in ("not ready", "unknown"):
+        raise RuntimeError(f"{a.target} is {report['verdict']} for failover from {a.source}")
+    return 0
 
 
 def quota_sync(a: argparse.Namespace) -> int:

@@ -133,6 +133,7 @@ class Schedules:
     topic_config_sync: str | None = "*/10 * * * *"
     acl_sync: str | None = "*/10 * * * *"
     quota_sync: str | None = "*/10 * * * *"
+    parity: str | None = "*/10 * * * *"
     schema_mirror: str | None = "*/5 * * * *"
     offset_sync: str | None = "* * * * *"
     data_quality: str | None = "@hourly"
@@ -151,6 +152,8 @@ class Thresholds:
     #: retained): an outage's late copies leave the check once they are older, not at retention
     latency_window_seconds: float = 900.0
     timestamp_margin_seconds: float = 60.0  #: offset translation without provenance
+    #: the parity report calls a group's synced position on the other cluster stale past this
+    group_sync_max_age_seconds: float = 300.0
 
 
 @dataclass(frozen=True)

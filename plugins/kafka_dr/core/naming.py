@@ -115,6 +115,11 @@ class InternalNames:
         return f"{self.prefix}.acl-sync"
 
     @property
+    def parity_topic(self) -> str:
+        """Compacted, on each cluster: the last parity report of failing over to it, per source."""
+        return f"{self.prefix}.parity"
+
+    @property
     def quota_state_topic(self) -> str:
         """Compacted, on every synced target: the client quotas the product set there, per flow."""
         return f"{self.prefix}.quota-sync"
@@ -189,4 +194,5 @@ READERS = (
     "state-reader",
     "dq-reader",
     "sync-state-reader",
+    "parity-reader",
 )

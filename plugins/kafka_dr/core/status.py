@@ -36,6 +36,7 @@ SYNC_DAGS = {
     "dr_topic_config_sync": "Topic-config sync",
     "dr_acl_sync": "ACL sync",
     "dr_quota_sync": "Client-quota sync",
+    "dr_parity": "Failover readiness (parity)",
     "dr_schema_mirror": "Schema mirror",
     "dr_offset_sync": "Consumer-offset sync",
     "dr_heartbeat": "Heartbeats",

@@ -5,6 +5,9 @@ row (the same code), each taking the run's inputs (:class:`FailoverRun`). With `
 every step computes and reports what it would do and writes nothing.
 
 1. :func:`confirm_down`: the failed cluster must not answer (unless ``force``).
+1b. :func:`check_parity`: the survivor's readiness for the applications (ACLs, quotas, users,
+   topics, groups, registry; :mod:`kafka_dr.workflows.parity`); ``not ready`` is refused
+   unless ``force``.
 2. :func:`stop_flows`: the flows reading from it are stopped (the failed cluster is recorded
    in the product state; replication DAGs skip flows whose source is failed).
 3. :func:`move_consumer_groups`: each group's last known position on the failed cluster is
@@ -75,6 +78,24 @@ def confirm_down(run: FailoverRun) -> dict:
             f"cluster splits writes between two actives. Stop its producers first, or trigger again with force"
         )
     return {"failed": failed, "failed_answers": up, "forced": bool(up and force)}
+
+
+def check_parity(run: FailoverRun) -> dict:
+    """The parity report of ``failed -> survivor``; raises :class:`FailoverRefused` for
+    ``not ready`` unless forced (a dry run reports that it would)."""
+    from kafka_dr.workflows.parity import parity_report
+
+    report = parity_report(run.cfg, run.failed, run.survivor, run.resolve, record=False)
+    blocking = [d for d in report["differences"] if d["severity"] == "not ready"]
+    refuse = report["verdict"] == "not ready" and not run.force
+    if refuse and not run.dry_run:
+        more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
+        raise FailoverRefused(
+            f"{run.survivor} is not ready for the applications of {run.failed}: {blocking[0]['area']}: "
+            f"{blocking[0]['what']}{more}; fix it (kafka-dr parity --from {run.failed} --to {run.survivor}) "
+            f"or trigger again with force"
+        )
+    return {**report, "would_refuse": refuse}
 
 
 def stop_flows(run: FailoverRun) -> dict:
@@ -204,6 +225,7 @@ def run_failover(run: FailoverRun) -> dict:
     """Every step in order; the CLI twin of the DAG. Returns the summary."""
     summary: dict = {"failed": run.failed, "survivor": run.survivor, "dry_run": run.dry_run}
     summary["confirm_down"] = confirm_down(run)
+    summary["parity"] = check_parity(run)
     summary["stop_flows"] = stop_flows(run)
     summary["consumer_groups"] = move_consumer_groups(run)
     rpo = rpo_report(run, failed_answers=summary["confirm_down"].get("failed_answers"))
@@ -216,6 +238,13 @@ def run_failover(run: FailoverRun) -> dict:
 def format_summary(summary: dict) -> str:
     dry = " (DRY RUN: nothing changed)" if summary.get("dry_run") else ""
     lines = [f"failover {summary['failed']} -> {summary['survivor']}{dry}"]
+    parity = summary.get("parity")
+    if parity:
+        age = parity.get("recorded_age_s")
+        when = f", as recorded {age:.0f} s ago" if age is not None else ""
+        refused = "; would be refused without force" if parity.get("would_refuse") else ""
+        lines.append(f"  parity: {parity['verdict']} ({len(parity['differences'])} difference(s){when}){refused}")
+        lines.extend(f"    {d['severity']}: {d['area']}: {d['what']}" for d in parity["differences"])
     for g in summary.get("consumer_groups", []):
         lines.append(
             f"  group {g.get('group')} {g.get('topic')}[{g.get('partition')}]: {g.get('action')} "

@@ -1,0 +1,212 @@
+"""The parity report: before failing over from ``source`` to ``target``, is ``target`` ready for
+the applications? (:mod:`kafka_dr.core.parity` says what each difference means.)
+
+For every enabled flow ``source -> target`` it plans the topic-config, ACL and quota syncs
+without applying them (what they would still change is what differs), compares SCRAM users,
+checks that each consumer group committing on the source has a recent synced position on the
+target, and, when ``source`` is the schema-registry primary, compares registry state. A check
+that cannot run (no permission, no Java for the quota helper) becomes a note naming why.
+
+The scheduled ``dr_parity`` and ``kafka-dr parity`` record each report on ``target``
+(``<internal_prefix>.parity``, key ``source->target``).
+When ``source`` does not answer (the usual case at failover) nothing can be compared: the last
+recorded report is returned with its age, or the verdict ``unknown`` when there is none.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+
+from kafka_dr.core import offsets as core_offsets
+from kafka_dr.core import parity as core
+from kafka_dr.core.acl_sync import decode_owned as decode_acls
+from kafka_dr.core.acl_sync import plan_acls, scope_for
+from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.quota_sync import decode_owned as decode_quotas
+from kafka_dr.core.quota_sync import entity_mapper, plan_quotas
+from kafka_dr.core.topic_sync import plan_flow
+from kafka_dr.kafka import clients
+from kafka_dr.kafka.acl_admin import describe_acls
+from kafka_dr.kafka.client_quotas import describe_quotas
+from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.offset_translation import read_group_offsets
+from kafka_dr.kafka.reading import read_partitions
+from kafka_dr.kafka.scram_users import describe_scram_users
+from kafka_dr.kafka.state_store import reachable
+from kafka_dr.kafka.sync_state import read_owned
+from kafka_dr.kafka.topic_sync import gather
+from kafka_dr.kafka.topics import ensure_topic, partition_count
+from kafka_dr.workflows.offset_sync import list_source_groups
+
+log = logging.getLogger(__name__)
+UNKNOWN = "unknown"
+
+
+def parity_report(
+    cfg: DrConfig, source: str, target: str, resolve: SecretResolver | None = None, record: bool = True
+) -> dict:
+    """The report of failing over from ``source`` to ``target``, recorded on ``target`` when
+    ``record`` (the scheduled ``dr_parity`` and ``kafka-dr parity`` do; a failover does not: its
+    config may be narrowed to one run's groups and topics)."""
+    now_ms = int(time.time() * 1000)
+    if not reachable(cfg, source, resolve):
+        return _recorded(cfg, source, target, now_ms, resolve)
+    flows = [f for f in cfg.flows if f.enabled and f.source == source and f.target == target]
+    diffs: list[core.Difference] = []
+    checked: list[str] = []
+
+    def check(area: str, fn: Callable[[], list[core.Difference]]) -> None:
+        try:
+            diffs.extend(fn())
+            if area not in checked:
+                checked.append(area)
+        except Exception as e:  # noqa: BLE001 - one check that cannot run must not hide the others
+            diffs.append(core.Difference(area, core.NOTE, f"not checked: {e}"))
+
+    for flow in flows:
+        check("topics", lambda flow=flow: _topics(cfg, flow, resolve))
+        check("acls", lambda flow=flow: _acls(cfg, flow, resolve))
+        check("quotas", lambda flow=flow: _quotas(cfg, flow, resolve))
+        check("consumer groups", lambda flow=flow: _groups(cfg, flow, now_ms, resolve))
+    check("scram users", lambda: _scram(cfg, source, target, flows, resolve))
+    sm = cfg.schema_mirror
+    if sm is not None and sm.primary == source and target in sm.targets:
+        check("schema registry", lambda: _registry(cfg, target, resolve))
+    report = core.build(source, target, diffs, checked, now_ms)
+    if not record:
+        return report
+    try:
+        _record(cfg, report, resolve)
+    except Exception as e:  # noqa: BLE001 - the report stands; only its copy for later is missing
+        log.warning("parity %s -> %s: not recorded on %s: %s", source, target, target, e)
+    return report
+
+
+def _topics(cfg: DrConfig, flow: FlowConfig, resolve) -> list[core.Difference]:
+    src, dst = clients.admin(cfg.cluster(flow.source), resolve), clients.admin(cfg.cluster(flow.target), resolve)
+    sources, targets = gather(cfg, flow, src, dst)
+    return core.topic_differences(plan_flow(cfg, flow, sources, targets), cfg.internal_prefix)
+
+
+def _acls(cfg: DrConfig, flow: FlowConfig, resolve) -> list[core.Difference]:
+    src, dst = clients.admin(cfg.cluster(flow.source), resolve), clients.admin(cfg.cluster(flow.target), resolve)
+    topic = cfg.names.acl_state_topic
+    source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_acls, resolve).values())
+    owned = read_owned(cfg, flow.target, topic, decode_acls, resolve).get(flow.name, set())
+    plan = plan_acls(
+        describe_acls(src, flow.source), source_owned, describe_acls(dst, flow.target), owned, scope_for(cfg, flow)
+    )
+    return core.acl_differences(plan, flow.target)
+
+
+def _quotas(cfg: DrConfig, flow: FlowConfig, resolve) -> list[core.Difference]:
+    topic = cfg.names.quota_state_topic
+    source, target = describe_quotas(cfg, flow.source, resolve), describe_quotas(cfg, flow.target, resolve)
+    source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_quotas, resolve).values())
+    owned = read_owned(cfg, flow.target, topic, decode_quotas, resolve).get(flow.name, set())
+    plan = plan_quotas(source, source_owned, target, owned, entity_mapper(cfg, flow))
+    return core.quota_differences(plan, target, flow.target)
+
+
+def _groups(cfg: DrConfig, flow: FlowConfig, now_ms: int, resolve) -> list[core.Difference]:
+    allow, deny = core_offsets.configured_groups(
+        cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix
+    )
+    committing = [
+        g
+        for g in list_source_groups(cfg, flow, resolve)
+        if core_offsets.group_selected(g, allow, deny) and read_group_offsets(cfg, flow, g, resolve)
+    ]
+    ages = {g: (now_ms - ms) / 1000 for g, ms in _synced_at(cfg, flow, resolve).items()}
+    return core.group_differences(committing, ages, cfg.thresholds.group_sync_max_age_seconds, flow.target)
+
+
+def _synced_at(cfg: DrConfig, flow: FlowConfig, resolve) -> dict[str, int]:
+    """When the offset sync last recorded each group of ``flow`` on its target (ms)."""
+    topic = cfg.names.offset_sync_topic
+    tgt = cfg.cluster(flow.target)
+    n = partition_count(clients.admin(tgt, resolve), topic)
+    if n is None:
+        return {}
+    c = clients.consumer(tgt, cfg.names.reader_group("parity-reader"), resolve)
+    try:
+        records = read_partitions(c, topic, list(range(n)), timeout=60)
+    finally:
+        c.close()
+    out: dict[str, int] = {}
+    for r in records:
+        try:
+            k = json.loads(r.key or b"")
+        except ValueError:
+            continue
+        if isinstance(k, list) and len(k) == 4 and k[0] == flow.name and r.value is not None:
+            out[str(k[1])] = max(out.get(str(k[1]), 0), r.timestamp_ms)
+    return out
+
+
+def _scram(cfg: DrConfig, source: str, target: str, flows: list[FlowConfig], resolve) -> list[core.Difference]:
+    src = describe_scram_users(clients.admin(cfg.cluster(source), resolve), source)
+    dst = describe_scram_users(clients.admin(cfg.cluster(target), resolve), target)
+
+    def on_target(user: str) -> str:
+        principal = cfg.acl_sync.principal_on(f"User:{user}", source, target)
+        return principal.removeprefix("User:")
+
+    return core.scram_differences({on_target(u): m for u, m in src.items()}, dst, source, target)
+
+
+def _registry(cfg: DrConfig, target: str, resolve) -> list[core.Difference]:
+    from kafka_dr.kafka.schema_mirror import verify
+
+    res = verify(cfg, target, resolve)
+    if res.not_set_up:
+        return [core.Difference("schema registry", core.NOTE, res.not_set_up)]
+    return [core.Difference("schema registry", core.NOT_READY, d) for d in res.differences]
+
+
+def _record(cfg: DrConfig, report: dict, resolve) -> None:
+    conf = cfg.cluster(report["to"])
+    topic = cfg.names.parity_topic
+    ensure_topic(clients.admin(conf, resolve), topic, partitions=1, config={"cleanup.policy": "compact"})
+    p = clients.producer(conf, resolve, **{"message.timeout.ms": 30_000})
+    p.produce(topic, key=f"{report['from']}->{report['to']}".encode(), value=core.encode(report))
+    if p.flush(45) != 0:
+        raise TimeoutError(f"{report['to']}/{topic} did not acknowledge the report")
+
+
+def recorded_reports(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None) -> dict[str, dict]:
+    """The last report of failing over *to* ``cluster``, by source cluster."""
+    topic = cfg.names.parity_topic
+    conf = cfg.cluster(cluster)
+    if partition_count(clients.admin(conf, resolve), topic) is None:
+        return {}
+    c = clients.consumer(conf, cfg.names.reader_group("parity-reader"), resolve)
+    try:
+        records = read_partitions(c, topic, [0], timeout=30)
+    finally:
+        c.close()
+    out = {}
+    for r in records:
+        got = core.decode(r.value)
+        if got is not None and got.get("to") == cluster:
+            out[got["from"]] = got
+    return out
+
+
+def _recorded(cfg: DrConfig, source: str, target: str, now_ms: int, resolve) -> dict:
+    last = recorded_reports(cfg, target, resolve).get(source)
+    if last is None:
+        return {
+            "from": source,
+            "to": target,
+            "verdict": UNKNOWN,
+            "checked": [],
+            "differences": [
+                core.Difference("clusters", core.NOTE, f"{source} does not answer and no report was recorded").to_dict()
+            ],
+            "at_ms": now_ms,
+        }
+    return {**last, "recorded_age_s": (now_ms - int(last["at_ms"])) / 1000}
