@@ -4,7 +4,9 @@ The application's own SCRAM principal gets bindings on east only; after ``dr_acl
 produces transactionally, consumes and commits on west, while a principal without bindings on
 east cannot. A binding removed on east disappears from west (and is not copied back by the
 west -> east flow); an operator's own binding on west is never touched. A producer quota set
-on east throttles the application's producer on west after ``dr_quota_sync``.
+on east throttles the application's producer on west after ``dr_quota_sync``. The parity
+report names each seeded difference, and ``dr_failover``'s gate refuses a target that is not
+ready unless forced (the last test: it stops east).
 """
 
 from __future__ import annotations
@@ -204,3 +206,58 @@ def test_a_source_quota_throttles_the_application_on_the_target(secure_lab, airf
     assert str(run.state) == "success", _task_states(run)
     assert describe_quotas(cfg, "west")[(entity(user=app), "producer_byte_rate")] == 10240.0
     assert _throttled_seconds(on_west, topic_name) > 0.0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(["kafka-dr", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+
+
+def test_parity_names_each_difference_and_failover_refuses_a_target_not_ready(
+    secure_lab, airflow_db, tmp_path, topic_name
+):
+    from test_dag_runs import _task_states
+
+    from kafka_dr.airflow.parity_dag import build_parity_dag
+    from kafka_dr.core.quota_sync import entity
+    from kafka_dr.kafka.client_quotas import alter_quotas
+
+    lab, _ = secure_lab
+    path = _config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    east = cfg.cluster("east")
+    suffix = uuid.uuid4().hex[:6]
+    app = f"app-{suffix}"
+    ensure_topic(clients.admin(east), topic_name, partitions=2)  # on east only
+    _user(east, app, uuid.uuid4().hex)  # on east only
+    grant = Acl("TOPIC", topic_name, "LITERAL", f"User:{app}", "*", "READ", "ALLOW")
+    assert create_acls(clients.admin(east), "east", [grant]) == {}
+    alter_quotas(cfg, "east", {(entity(user=app), "consumer_byte_rate"): 2048.0}, [])
+
+    proc = _cli("parity", "--from", "east", "--to", "west", "--config", str(path))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert out.startswith("parity east -> west: not ready\n"), out
+    for line in (
+        f"  not ready  topics: west/{topic_name} missing (east/{topic_name} exists)",
+        f"  not ready  acls: missing on west: {grant}",
+        f"  not ready  scram users: {app} has no SCRAM credential on west",
+        f"  degraded   quotas: user {app}: consumer_byte_rate on west none, source 2048",
+    ):
+        assert line in out.splitlines(), out
+    assert proc.stderr.strip().splitlines()[-1] == "kafka-dr parity: west is not ready for failover from east"
+
+    run = build_parity_dag(cfg).test()  # records the report on west, fails (and alerts): not ready
+    states = _task_states(run)
+    assert states == {"parity_east_to_west": "failed", "parity_west_to_east": "success"}, states
+
+    lab.stop("east")  # the disaster: only west's recorded report can speak for east now
+    refused = _cli("failover", "--from", "east", "--to", "west", "--config", str(path))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    last = refused.stderr.strip().splitlines()[-1]
+    assert last.startswith("kafka-dr failover: west is not ready for the applications of east: "), last
+    assert "trigger again with force" in last
+    forced = _cli("failover", "--from", "east", "--to", "west", "--force", "--config", str(path))
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert "  parity: not ready (" in forced.stdout and "s ago)" in forced.stdout, forced.stdout
+    assert forced.stdout.strip().splitlines()[-1] == "  active cluster: west"

@@ -174,6 +174,14 @@ class SyncRow:
 
 
 @dataclass(frozen=True)
+class ParityRow:
+    direction: str
+    verdict: Badge
+    ago: str
+    differences: tuple[str, ...]  #: not ready and degraded ones, worst first
+
+
+@dataclass(frozen=True)
 class Operation:
     dag_id: str
     run_id: str
@@ -192,6 +200,7 @@ class StatusView:
     chart: Chart | None  #: None: no batch with latency yet
     data_quality: DataQuality | None  #: None: no data-quality run yet
     syncs: tuple[SyncRow, ...]
+    parity: tuple[ParityRow, ...]
     last_event: str | None
     operations: tuple[Operation, ...]
     read_errors: tuple[tuple[str, str], ...]
@@ -314,6 +323,19 @@ def sync_row(dag_id: str, label: str, run: dict | None, now: int) -> SyncRow:
     )
 
 
+PARITY_LEVELS = {"ready": "ok", "degraded": "warning", "not ready": "critical"}
+
+
+def parity_row(r: dict, now: int) -> ParityRow:
+    shown = [d for d in r.get("differences", ()) if d.get("severity") != "note"]
+    return ParityRow(
+        direction=f"{r['from']} -> {r['to']}",
+        verdict=badge(r["verdict"], PARITY_LEVELS.get(r["verdict"], "unknown")),
+        ago=ago(r.get("at_ms"), now),
+        differences=tuple(f"{d['severity']}: {d['area']}: {d['what']}" for d in shown[:20]),
+    )
+
+
 def operation(op: dict, now: int) -> Operation:
     state = op.get("state")
     return Operation(
@@ -342,6 +364,7 @@ def status_view(
         chart=latency_chart(report.latency_series),
         data_quality=data_quality(report.dq, docs_url, now),
         syncs=tuple(sync_row(dag_id, label, report.runs.get(dag_id), now) for dag_id, label in SYNC_DAGS.items()),
+        parity=tuple(parity_row(r, now) for r in report.parity),
         last_event=str(report.last_event) if report.last_event else None,
         operations=tuple(operation(op, now) for op in recent_operations),
         read_errors=tuple(read_errors.items()),

@@ -173,6 +173,7 @@ def collect(read_timeout: float = 5.0) -> tuple:
         runs,
         int(time.time() * 1000),
         topics=inputs["topics"],
+        parity=inputs["parity"],
     )
     return report, ops, errors
 

@@ -96,6 +96,7 @@ class StatusReport:
     runs: dict
     alerts: tuple[Alert, ...]
     latency_series: dict = field(default_factory=dict)  #: {flow: [(at_ms, p99_ms), ...]}
+    parity: tuple[dict, ...] = ()  #: the recorded parity reports (kafka_dr.core.parity.build)
 
     @property
     def overall(self) -> str:
@@ -156,6 +157,7 @@ def build_status(
     runs: dict[str, dict | None],
     now_ms: int,
     topics: dict[str, list[str]] | None = None,
+    parity: list[dict] | None = None,
 ) -> StatusReport:
     """Judge everything read into one report; see the module doc for the inputs."""
     alerts: list[Alert] = []
@@ -251,6 +253,16 @@ def build_status(
                 f"{len(failed)} check(s): {', '.join(map(str, failed[:3]))}",
             )
         )
+    for r in parity or ():
+        if r.get("verdict") == "not ready":
+            blocking = sum(d.get("severity") == "not ready" for d in r.get("differences", ()))
+            alerts.append(
+                Alert(
+                    "warning",
+                    f"failover {r['from']} -> {r['to']}: {r['to']} is not ready for the applications "
+                    f"({blocking} blocking difference(s), see Failover readiness)",
+                )
+            )
     for dag_id, run in runs.items():
         if run and run.get("state") == "failed":
             alerts.append(Alert("warning", f"last {SYNC_DAGS.get(dag_id, dag_id)} run ({dag_id}) failed"))
@@ -268,4 +280,5 @@ def build_status(
         runs=dict(runs),
         alerts=tuple(alerts),
         latency_series={f.name: latency_series(metrics, f.name) for f in cfg.flows},
+        parity=tuple(parity or ()),
     )

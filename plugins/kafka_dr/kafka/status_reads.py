@@ -90,8 +90,9 @@ def read_status_inputs(
 ) -> dict:
     """Everything :func:`~kafka_dr.core.status.build_status` needs from the clusters:
     ``health, state, heartbeats, metrics, dq, topics`` (the flows' reachable sources' topic
-    names), plus ``read_errors`` ({what: message})."""
+    names), ``parity`` (the recorded parity reports), plus ``read_errors`` ({what: message})."""
     from kafka_dr.kafka.heartbeats import measure
+    from kafka_dr.kafka.parity_store import recorded_reports
     from kafka_dr.kafka.selection import topic_names
     from kafka_dr.kafka.state_store import read_one
 
@@ -143,7 +144,14 @@ def read_status_inputs(
         heartbeats: dict[str, FlowLatency | None] = {name: fut.result() for name, fut in beats.items()}
         metrics = sorted((r for fut in metric_reads for r in (fut.result() or [])), key=lambda r: r.get("at_ms") or 0)
         dq_rows = [r for fut in dq_reads for r in (fut.result() or []) if isinstance(r.get("ts_ms"), int)]
+        parity_reads = [
+            pool.submit(guarded, f"parity reports on {n}", recorded_reports, cfg, n, resolve, read_timeout)
+            for n in sorted({f.target for f in cfg.flows if f.enabled and f.target in up})
+        ]
         topics = {n: names for n, fut in topic_reads.items() if (names := fut.result()) is not None}
+        parity = sorted(
+            (r for fut in parity_reads for r in (fut.result() or {}).values()), key=lambda r: (r["from"], r["to"])
+        )
     dq = max(dq_rows, key=lambda r: r["ts_ms"]) if dq_rows else None
     return {
         "health": health,
@@ -152,5 +160,6 @@ def read_status_inputs(
         "metrics": metrics,
         "dq": dq,
         "topics": topics,
+        "parity": parity,
         "read_errors": errors,
     }

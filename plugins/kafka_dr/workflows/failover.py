@@ -4,8 +4,8 @@ The ``dr_failover`` DAG runs these steps as tasks and ``kafka-dr failover`` runs
 row (the same code), each taking the run's inputs (:class:`FailoverRun`). With ``dry_run``
 every step computes and reports what it would do and writes nothing.
 
-1. :func:`confirm_down`: the failed cluster must not answer (unless ``force``).
-1b. :func:`check_parity`: the survivor's readiness for the applications (ACLs, quotas, users,
+1. :func:`confirm_down`: the failed cluster must not answer (unless ``force``); then
+   :func:`check_parity`: the survivor's readiness for the applications (ACLs, quotas, users,
    topics, groups, registry; :mod:`kafka_dr.workflows.parity`); ``not ready`` is refused
    unless ``force``.
 2. :func:`stop_flows`: the flows reading from it are stopped (the failed cluster is recorded

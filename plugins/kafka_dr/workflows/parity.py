@@ -33,12 +33,14 @@ from kafka_dr.kafka.acl_admin import describe_acls
 from kafka_dr.kafka.client_quotas import describe_quotas
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.offset_translation import read_group_offsets
+from kafka_dr.kafka.parity_store import record as record_report
+from kafka_dr.kafka.parity_store import recorded_reports
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.scram_users import describe_scram_users
 from kafka_dr.kafka.state_store import reachable
 from kafka_dr.kafka.sync_state import read_owned
 from kafka_dr.kafka.topic_sync import gather
-from kafka_dr.kafka.topics import ensure_topic, partition_count
+from kafka_dr.kafka.topics import partition_count
 from kafka_dr.workflows.offset_sync import list_source_groups
 
 log = logging.getLogger(__name__)
@@ -79,7 +81,7 @@ def parity_report(
     if not record:
         return report
     try:
-        _record(cfg, report, resolve)
+        record_report(cfg, report, resolve)
     except Exception as e:  # noqa: BLE001 - the report stands; only its copy for later is missing
         log.warning("parity %s -> %s: not recorded on %s: %s", source, target, target, e)
     return report
@@ -165,35 +167,6 @@ def _registry(cfg: DrConfig, target: str, resolve) -> list[core.Difference]:
     if res.not_set_up:
         return [core.Difference("schema registry", core.NOTE, res.not_set_up)]
     return [core.Difference("schema registry", core.NOT_READY, d) for d in res.differences]
-
-
-def _record(cfg: DrConfig, report: dict, resolve) -> None:
-    conf = cfg.cluster(report["to"])
-    topic = cfg.names.parity_topic
-    ensure_topic(clients.admin(conf, resolve), topic, partitions=1, config={"cleanup.policy": "compact"})
-    p = clients.producer(conf, resolve, **{"message.timeout.ms": 30_000})
-    p.produce(topic, key=f"{report['from']}->{report['to']}".encode(), value=core.encode(report))
-    if p.flush(45) != 0:
-        raise TimeoutError(f"{report['to']}/{topic} did not acknowledge the report")
-
-
-def recorded_reports(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None) -> dict[str, dict]:
-    """The last report of failing over *to* ``cluster``, by source cluster."""
-    topic = cfg.names.parity_topic
-    conf = cfg.cluster(cluster)
-    if partition_count(clients.admin(conf, resolve), topic) is None:
-        return {}
-    c = clients.consumer(conf, cfg.names.reader_group("parity-reader"), resolve)
-    try:
-        records = read_partitions(c, topic, [0], timeout=30)
-    finally:
-        c.close()
-    out = {}
-    for r in records:
-        got = core.decode(r.value)
-        if got is not None and got.get("to") == cluster:
-            out[got["from"]] = got
-    return out
 
 
 def _recorded(cfg: DrConfig, source: str, target: str, now_ms: int, resolve) -> dict:

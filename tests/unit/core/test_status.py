@@ -290,3 +290,29 @@ def test_the_page_templates_ship_with_the_package():
     assert "status.html" in templates
     for name in templates:
         assert any(fnmatch(f"airflow/templates/{name}", pattern) for pattern in shipped), name
+
+
+def test_a_target_not_ready_for_failover_is_a_warning_and_the_page_lists_why():
+    parity = [
+        {
+            "from": "east",
+            "to": "west",
+            "verdict": "not ready",
+            "at_ms": NOW - 60_000,
+            "differences": [
+                {"area": "acls", "severity": "not ready", "what": "missing on west: ALLOW User:app READ on topic o"},
+                {"area": "schema registry", "severity": "note", "what": "not set up"},
+            ],
+        },
+        {"from": "west", "to": "east", "verdict": "ready", "at_ms": NOW, "differences": []},
+    ]
+    report = build_status(CFG, UP, DrState(), HEALTHY_BEATS, METRICS, None, {}, NOW, parity=parity)
+    assert [a.text for a in report.alerts] == [
+        "failover east -> west: west is not ready for the applications (1 blocking difference(s), see Failover "
+        "readiness)"
+    ]
+    page = render(report, None, [], {})
+    section = page.split('<div id="parity">', 1)[1].split("</div>", 1)[0]
+    assert "east -&gt; west" in section and "not ready" in section and "west -&gt; east" in section
+    assert "not ready: acls: missing on west: ALLOW User:app READ on topic o" in section
+    assert "not set up" not in section  # notes are not shown
