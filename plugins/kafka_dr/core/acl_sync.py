@@ -13,8 +13,10 @@ What one flow copies from its source to its target:
 - **transactional-id** bindings on ids ``acl_sync.transactional_ids`` selects, and **cluster**
   bindings for IDEMPOTENT_WRITE and DESCRIBE (what producers and clients need; administrative
   cluster operations are an operator's decision). Neither is copied in read-only mode;
-- never the wildcard ``*`` (it would grant on topics and groups no flow replicates) and never
-  a binding on the product's own topics, groups or transactional ids.
+- never the wildcard ``*`` (it would grant on topics and groups no flow replicates), never a
+  binding on the product's own topics, groups or transactional ids, and never one of the
+  principal kafka-dr itself runs as (what it needs depends on each cluster's role:
+  :mod:`kafka_dr.core.product_acls`).
 
 Principals are renamed with ``acl_sync.principals``. **Ownership**: the target's bindings that
 the product created are recorded (:mod:`kafka_dr.kafka.sync_state`); only those are ever
@@ -80,6 +82,7 @@ class AclScope:
     remote_read_only: bool  #: every copied topic binding is read-only
     principal_on: Callable[[str, str, str], str]  #: (principal, source, target) -> principal
     read_only: bool  #: acl_sync.read_only: topic bindings only, read-only
+    own_principals: frozenset[str] = frozenset()  #: kafka-dr's own: granted per cluster role
 
 
 def _matcher(allow: Iterable[str], deny: Iterable[str]):
@@ -88,7 +91,7 @@ def _matcher(allow: Iterable[str], deny: Iterable[str]):
     return lambda name: any(r.fullmatch(name) for r in allow_re) and not any(r.fullmatch(name) for r in deny_re)
 
 
-def scope_for(cfg: DrConfig, flow: FlowConfig) -> AclScope:
+def scope_for(cfg: DrConfig, flow: FlowConfig, own_principals: Iterable[str] = ()) -> AclScope:
     router = router_for(cfg, flow)
     groups = _matcher(cfg.consumer_groups.allow, cfg.consumer_groups.deny)
     txns = _matcher(cfg.acl_sync.transactional_ids_allow, cfg.acl_sync.transactional_ids_deny)
@@ -102,6 +105,7 @@ def scope_for(cfg: DrConfig, flow: FlowConfig) -> AclScope:
         remote_read_only=flow.loop_policy is LoopPolicy.PREFIX or cfg.acl_sync.read_only,
         principal_on=cfg.acl_sync.principal_on,
         read_only=cfg.acl_sync.read_only,
+        own_principals=frozenset(own_principals),
     )
 
 
@@ -122,6 +126,8 @@ def target_acl(acl: Acl, scope: AclScope) -> tuple[Acl | None, str | None]:
         return None, f"{acl.pattern.lower()} pattern"
     if acl.name.startswith(scope.internal_prefix):
         return None, None
+    if acl.principal in scope.own_principals:
+        return None, "kafka-dr's own principal: its bindings follow each cluster's role"
     principal = scope.principal_on(acl.principal, scope.source, scope.target)
     kind = acl.resource_type
     if kind == "TOPIC":
@@ -195,7 +201,8 @@ def plan_acls(
     plan.owned = (owned & wanted) | set(plan.create)
     # the source's own copies (active/active) came from these target bindings: not drift
     mirrored = {target_acl(a, scope)[0] for a in set(source) & not_ours}
-    plan.target_only = sorted(target - wanted - owned - mirrored)
+    ours = {a for a in target if a.principal in scope.own_principals}
+    plan.target_only = sorted(target - wanted - owned - mirrored - ours)
     return plan
 
 

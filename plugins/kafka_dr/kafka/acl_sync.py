@@ -43,7 +43,7 @@ def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = 
     topic = cfg.names.acl_state_topic
     source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_owned, resolve).values())
     recorded = read_owned(cfg, flow.target, topic, decode_owned, resolve).get(flow.name, set())
-    plan = plan_acls(source, source_owned, target, recorded, scope_for(cfg, flow))
+    plan = plan_acls(source, source_owned, target, recorded, scope_for(cfg, flow, own_principals(cfg, flow, resolve)))
     out = report(flow, plan, dry_run)
     if dry_run:
         return out
@@ -61,6 +61,16 @@ def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = 
     if errors:
         out["errors"] = errors
         raise AclSyncFailed(out)
+    return out
+
+
+def own_principals(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> set[str]:
+    """The principals kafka-dr logs in as on the flow's clusters (SASL users; none otherwise)."""
+    out = set()
+    for name in (flow.source, flow.target):
+        user = clients.client_config(cfg.cluster(name), resolve).get("sasl.username")
+        if user:
+            out.add(f"User:{user}")
     return out
 
 

@@ -30,6 +30,7 @@ from kafka_dr.core.quota_sync import entity_mapper, plan_quotas
 from kafka_dr.core.topic_sync import plan_flow
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.acl_admin import describe_acls
+from kafka_dr.kafka.acl_sync import own_principals
 from kafka_dr.kafka.client_quotas import describe_quotas
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.offset_translation import read_group_offsets
@@ -98,9 +99,8 @@ def _acls(cfg: DrConfig, flow: FlowConfig, resolve) -> list[core.Difference]:
     topic = cfg.names.acl_state_topic
     source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_acls, resolve).values())
     owned = read_owned(cfg, flow.target, topic, decode_acls, resolve).get(flow.name, set())
-    plan = plan_acls(
-        describe_acls(src, flow.source), source_owned, describe_acls(dst, flow.target), owned, scope_for(cfg, flow)
-    )
+    scope = scope_for(cfg, flow, own_principals(cfg, flow, resolve))
+    plan = plan_acls(describe_acls(src, flow.source), source_owned, describe_acls(dst, flow.target), owned, scope)
     return core.acl_differences(plan, flow.target)
 
 

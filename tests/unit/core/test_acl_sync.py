@@ -151,3 +151,11 @@ def test_the_report_names_each_binding_readably():
     assert "1 to create, 0 to delete, 0 in sync" in text
     assert "ALLOW User:app READ on topic orders" in text
     assert "ALLOW User:app READ on topic *: wildcard" in text
+
+
+def test_the_bindings_of_kafka_drs_own_principal_are_never_copied():
+    cfg = parse_config_text(BASE % ("provenance", "provenance"))
+    s = scope_for(cfg, cfg.flows[0], own_principals={"User:kafka-dr"})
+    mapped, why = target_acl(acl(who="User:kafka-dr"), s)
+    assert mapped is None and "kafka-dr's own principal" in why
+    assert target_acl(acl(), s) == (acl(), None)
