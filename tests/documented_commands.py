@@ -142,6 +142,9 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr quota-sync --dry-run": Check(
         RUN, r"^quota sync of flow west_to_east \(west -> east\): 0 to set, 0 to delete, 0 in sync$"
     ),
+    ".venv/bin/kafka-dr acls --principal User:kafka-dr": Check(
+        RUN, r"^kafka-acls\.sh .*--transactional-id '_kafka_dr' --resource-pattern-type prefixed$"
+    ),
     ".venv/bin/airflow dags test dr_schema_mirror": Check(
         RUN, r"DagRun Finished: dag_id=dr_schema_mirror, .*state=success"
     ),

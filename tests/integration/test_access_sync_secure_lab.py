@@ -11,6 +11,7 @@ ready unless forced (the last test: it stops east).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
 from kafka_dr.core.acl_sync import Acl
@@ -211,6 +212,56 @@ def test_a_source_quota_throttles_the_application_on_the_target(secure_lab, airf
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return subprocess.run(["kafka-dr", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+
+
+def test_kafka_dr_works_with_exactly_the_acls_it_prints_for_itself(secure_lab, tmp_path, topic_name, monkeypatch):
+    """A principal that is no super user, holding only what `kafka-dr acls` grants it, runs the
+    topic-config sync, replication, heartbeats, the offset sync, the ACL and quota syncs, the
+    parity report and a failover dry run."""
+    from kafka_dr.core.product_acls import product_acls
+    from kafka_dr.kafka.heartbeats import emit
+    from kafka_dr.kafka.topic_sync import sync_flow
+    from kafka_dr.lab.topology import LAB_PASSWORD_ENV, LAB_USER_ENV
+    from kafka_dr.workflows.offset_sync import sync_group_offsets
+
+    lab, _ = secure_lab
+    path = _config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    east = cfg.cluster("east")
+    me, pw = f"kafka-dr-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
+    printed = _cli("acls", "--principal", f"User:{me}", "--config", str(path), "--json")
+    assert printed.returncode == 0, printed.stderr
+    granted = json.loads(printed.stdout)
+    for name in ("east", "west"):
+        _user(cfg.cluster(name), me, pw)
+        acls = [Acl.from_dict(d) for d in granted[name]["acls"]]
+        assert acls == product_acls(cfg, f"User:{me}", name)
+        assert create_acls(clients.admin(cfg.cluster(name)), name, acls) == {}
+    ensure_topic(clients.admin(east), topic_name, partitions=2)
+    p = clients.producer(east)
+    for i in range(50):
+        p.produce(topic_name, key=str(i).encode(), value=b"v")
+    p.flush(30)
+    c = clients.consumer(east, f"billing-{me}")
+    c.commit(offsets=[TopicPartition(topic_name, 0, 5)], asynchronous=False)
+    c.close()
+
+    monkeypatch.setenv(LAB_USER_ENV, me)
+    monkeypatch.setenv(LAB_PASSWORD_ENV, pw)
+    assert clients.cluster_id(east)  # logged in as the restricted principal from here on
+    assert sync_flow(cfg, cfg.flows[0])["summary"]["created"] == 1
+    replicate = _cli("replicate", "--flow", "east_to_west", "--mode", "incremental", "--config", str(path))
+    assert replicate.returncode == 0, replicate.stdout + replicate.stderr
+    assert f"{topic_name}: 50" in replicate.stdout.splitlines()[-1], replicate.stdout
+    for name in cfg.clusters:
+        emit(cfg, name)  # raises when refused
+    rows = sync_group_offsets(cfg, cfg.flows[0])
+    assert [(r["group"], r["committed"]) for r in rows] == [(f"billing-{me}", True)]
+    for args in (("acl-sync",), ("quota-sync",), ("parity", "--from", "east", "--to", "west")):
+        proc = _cli(*args, "--config", str(path))
+        assert proc.returncode == 0, (args, proc.stdout + proc.stderr)
+    dry = _cli("failover", "--from", "east", "--to", "west", "--dry-run", "--force", "--config", str(path))
+    assert dry.returncode == 0 and dry.stdout.strip().endswith("active cluster would be: west"), dry.stdout + dry.stderr
 
 
 def test_parity_names_each_difference_and_failover_refuses_a_target_not_ready(

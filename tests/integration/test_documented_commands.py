@@ -45,6 +45,7 @@ ORDER = [
     ".venv/bin/kafka-dr acl-sync --dry-run",
     ".venv/bin/kafka-dr acl-sync --flow east_to_west",
     ".venv/bin/kafka-dr quota-sync --dry-run",
+    ".venv/bin/kafka-dr acls --principal User:kafka-dr",
     ".venv/bin/airflow dags test dr_preflight",
     ".venv/bin/kafka-dr lab stop east",
     ".venv/bin/kafka-dr lab start east",

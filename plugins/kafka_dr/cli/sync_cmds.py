@@ -4,6 +4,7 @@ and ``kafka-dr parity``.
 Each sync runs every enabled flow (or the ones ``--flow`` names) and prints each drift report;
 ``acl-sync`` ends with one line naming the flows whose bindings were refused (exit 1).
 ``parity`` prints the report and exits 1 when the target is not ready (or it cannot tell).
+``acls`` prints the ``kafka-acls`` commands for kafka-dr's own principal, per cluster.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     parity.add_argument("--to", dest="target", required=True, help="the cluster they would move to")
     parity.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     parity.set_defaults(handler=parity_report)
+    acls = sub.add_parser(
+        "acls",
+        parents=[common],
+        help="print the kafka-acls commands that grant kafka-dr's own principal what it needs on each cluster",
+    )
+    acls.add_argument("--principal", required=True, help="the principal kafka-dr logs in as, e.g. User:kafka-dr")
+    acls.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
+    acls.set_defaults(handler=print_acls)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -73,6 +82,28 @@ def parity_report(a: argparse.Namespace) -> int:
     print(json.dumps(report) if a.json else format_report(report), flush=True)
     if report["verdict"] in ("not ready", "unknown"):
         raise RuntimeError(f"{a.target} is {report['verdict']} for failover from {a.source}")
+    return 0
+
+
+def print_acls(a: argparse.Namespace) -> int:
+    from kafka_dr.cli.operator_cmds import _config
+    from kafka_dr.core.config_security import PRINCIPAL
+    from kafka_dr.core.inputs import InvalidInput
+    from kafka_dr.core.product_acls import kafka_acls_commands, product_acls, roles
+
+    if not PRINCIPAL.fullmatch(a.principal):
+        raise InvalidInput([f"--principal {a.principal!r}: Kafka's form <type>:<name>, e.g. User:kafka-dr"])
+    cfg = _config(a.config)
+    out = {}
+    for name, role in roles(cfg).items():
+        acls = product_acls(cfg, a.principal, name)
+        out[name] = {"roles": list(role), "acls": [x.to_dict() for x in acls]}
+        if not a.json:
+            print(f"# {name} ({' and '.join(role) or 'no flow'}): {len(acls)} binding(s)")
+            for line in kafka_acls_commands(acls, cfg.cluster(name).bootstrap_servers):
+                print(line)
+    if a.json:
+        print(json.dumps(out))
     return 0
 
 
