@@ -13,11 +13,10 @@ client id. See docs/operations.md, "ACL and quota sync".
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG
 
-from kafka_dr.airflow.dag_config import kafka_dr_dag
+from kafka_dr.airflow.flow_sync_dag import per_flow_sync_dag
 from kafka_dr.core.config import DrConfig
 
 log = logging.getLogger(__name__)
@@ -53,41 +52,23 @@ def sync_quotas(cfg: DrConfig, flow_name: str, dry_run: bool = False) -> dict:
     return report
 
 
-def _build(cfg: DrConfig, dag_id: str, description: str, schedule: str | None, sync: Callable) -> DAG:
-    with kafka_dr_dag(dag_id, description, schedule, __doc__) as dag:
-        flows = [f for f in cfg.flows if f.enabled]
-        for flow in flows:
-
-            @task(task_id=f"sync_{flow.name}", retries=1)
-            def one(flow_name: str = flow.name) -> dict:
-                return sync(cfg, flow_name)
-
-            one()
-        if not flows:
-
-            @task(task_id="no_enabled_flows", retries=1)
-            def nothing() -> str:
-                return "no enabled flow: nothing to sync"
-
-            nothing()
-    return dag
-
-
 def build_acl_sync_dag(cfg: DrConfig) -> DAG:
-    return _build(
+    return per_flow_sync_dag(
         cfg,
         "dr_acl_sync",
         "Copy ACL bindings of replicated topics, selected groups and transactional ids to each target",
         cfg.schedules.acl_sync,
+        __doc__,
         sync_acls,
     )
 
 
 def build_quota_sync_dag(cfg: DrConfig) -> DAG:
-    return _build(
+    return per_flow_sync_dag(
         cfg,
         "dr_quota_sync",
         "Copy client quotas by user and client id to each target",
         cfg.schedules.quota_sync,
+        __doc__,
         sync_quotas,
     )

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import logging
 
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG
 
-from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK
+from kafka_dr.airflow.flow_sync_dag import per_flow_sync_dag
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.topic_sync import format_report
 
@@ -39,26 +40,12 @@ def sync_topic_configs(cfg: DrConfig, flow_name: str, dry_run: bool = False) -> 
 
 
 def build_topic_config_sync_dag(cfg: DrConfig) -> DAG:
-    with kafka_dr_dag(
+    return per_flow_sync_dag(
+        cfg,
         "dr_topic_config_sync",
         "Create missing target topics, raise partition counts, sync topic configs incrementally; report drift",
         cfg.schedules.topic_config_sync,
         __doc__,
+        sync_topic_configs,
         default_args={"execution_timeout": LONG_TASK},  # every topic's configs
-    ) as dag:
-        flows = [f for f in cfg.flows if f.enabled]
-        for flow in flows:
-
-            @task(task_id=f"sync_{flow.name}", retries=1)
-            def sync(flow_name: str = flow.name) -> dict:
-                return sync_topic_configs(cfg, flow_name)
-
-            sync()
-        if not flows:
-
-            @task(task_id="no_enabled_flows", retries=1)
-            def nothing() -> str:
-                return "no enabled flow: nothing to sync"
-
-            nothing()
-    return dag
+    )

@@ -59,8 +59,9 @@ def _restype(name: str) -> ResourceType:
     return ResourceType[_TO_CLIENT.get(name, name)]
 
 
-def _binding(a: Acl) -> AclBinding:
-    return AclBinding(
+def _fields(a: Acl) -> tuple:
+    """The constructor arguments of a binding, and of the filter that matches exactly it."""
+    return (
         _restype(a.resource_type),
         a.name,
         ResourcePatternType[a.pattern],
@@ -69,6 +70,10 @@ def _binding(a: Acl) -> AclBinding:
         AclOperation[a.operation],
         AclPermissionType[a.permission],
     )
+
+
+def _binding(a: Acl) -> AclBinding:
+    return AclBinding(*_fields(a))
 
 
 def _acl(b: AclBinding) -> Acl:
@@ -132,12 +137,4 @@ def delete_acls(admin: AdminClient, cluster: str, acls: Iterable[Acl]) -> dict[A
 
 
 def _filter(a: Acl) -> AclBindingFilter:
-    return AclBindingFilter(
-        _restype(a.resource_type),
-        a.name,
-        ResourcePatternType[a.pattern],
-        a.principal,
-        a.host,
-        AclOperation[a.operation],
-        AclPermissionType[a.permission],
-    )
+    return AclBindingFilter(*_fields(a))
