@@ -246,6 +246,7 @@ def test_kafka_dr_works_with_exactly_the_acls_it_prints_for_itself(secure_lab, t
     c.commit(offsets=[TopicPartition(topic_name, 0, 5)], asynchronous=False)
     c.close()
 
+    lab_user, lab_password = os.environ[LAB_USER_ENV], os.environ[LAB_PASSWORD_ENV]
     monkeypatch.setenv(LAB_USER_ENV, me)
     monkeypatch.setenv(LAB_PASSWORD_ENV, pw)
     assert clients.cluster_id(east)  # logged in as the restricted principal from here on
@@ -262,6 +263,26 @@ def test_kafka_dr_works_with_exactly_the_acls_it_prints_for_itself(secure_lab, t
         assert proc.returncode == 0, (args, proc.stdout + proc.stderr)
     dry = _cli("failover", "--from", "east", "--to", "west", "--dry-run", "--force", "--config", str(path))
     assert dry.returncode == 0 and dry.stdout.strip().endswith("active cluster would be: west"), dry.stdout + dry.stderr
+
+    # one permission taken away (DESCRIBE on east's cluster resource, and ALTER that implies it):
+    # the sync names it and the cluster, and deletes nothing on west
+    monkeypatch.setenv(LAB_USER_ENV, lab_user)
+    monkeypatch.setenv(LAB_PASSWORD_ENV, lab_password)
+    taken = [Acl("CLUSTER", "kafka-cluster", "LITERAL", f"User:{me}", "*", op, "ALLOW") for op in ("DESCRIBE", "ALTER")]
+    assert delete_acls(clients.admin(east), "east", taken) == {}
+    monkeypatch.setenv(LAB_USER_ENV, me)
+    monkeypatch.setenv(LAB_PASSWORD_ENV, pw)
+    denied = _wait_for(
+        lambda: (p := _cli("acl-sync", "--flow", "east_to_west", "--config", str(path))).returncode == 1 and p,
+        "the sync refused for lack of DESCRIBE",
+    )
+    assert denied.stderr.strip().splitlines()[-1] == (
+        "kafka-dr acl-sync: ACL sync: kafka-dr's principal may not describe ACLs on cluster 'east': "
+        "it needs DESCRIBE on the cluster resource"
+    ), denied.stderr
+    monkeypatch.setenv(LAB_USER_ENV, lab_user)
+    monkeypatch.setenv(LAB_PASSWORD_ENV, lab_password)
+    assert create_acls(clients.admin(east), "east", taken) == {}  # as it was, for the tests after this one
 
 
 def test_parity_names_each_difference_and_failover_refuses_a_target_not_ready(

@@ -89,7 +89,22 @@ def _acl(b: AclBinding) -> Acl:
 
 
 def describe_acls(admin: AdminClient, cluster: str) -> set[Acl]:
-    """Every ACL binding of the cluster."""
+    """Every ACL binding of the cluster.
+
+    The client answers "no bindings" where the broker refused the request (no permission, no
+    authorizer): read as the truth, that would make the sync delete what it created on the
+    target. So the principal's DESCRIBE on the cluster is checked first."""
+    try:
+        d = admin.describe_cluster(include_authorized_operations=True, request_timeout=REQUEST_TIMEOUT)
+        ops = d.result(timeout=RESULT_TIMEOUT).authorized_operations
+    except KafkaException as e:
+        raise _fail(cluster, "describe", e) from None
+    # the broker lists the principal's cluster operations (implied ones included) only to a
+    # principal allowed to DESCRIBE the cluster; without an authorizer it lists them all
+    if ops is None or "DESCRIBE" not in {o.name for o in ops}:
+        raise AclPermissionDenied(
+            f"ACL sync: kafka-dr's principal may not describe ACLs on cluster {cluster!r}: it needs {NEEDS['describe']}"
+        )
     every = AclBindingFilter(
         ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
     )
