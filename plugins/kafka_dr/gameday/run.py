@@ -42,6 +42,7 @@ FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
     "airflow-scheduler": faults.airflow_scheduler,
 }
 FLOWING_TIMEOUT_S = 900.0
+READY_TIMEOUT_S = 600.0  #: offset sync run once, then dr_parity green both ways
 #: records/s per app: steady traffic that leaves the 2-core lab host room for everything else it runs
 TRAFFIC_RATE = 50.0
 SETTLE_TIMEOUT_S = 900.0
@@ -80,6 +81,22 @@ FLOWS = ("east_to_west", "west_to_east")
 
 def _until(t: float) -> None:
     time.sleep(max(0.0, t - time.time()))
+
+
+def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
+    """As an operator starts a game day only on a deployment that is ready for failover: once
+    the offset sync has run, trigger ``dr_parity`` until both directions pass."""
+    deadline = time.monotonic() + timeout
+    last = "no parity run yet"
+    while time.monotonic() < deadline:
+        synced = [r for r in d.api.runs("dr_offset_sync", 5) if r.get("state") == "success"]
+        if synced:
+            run = d.api.wait_run("dr_parity", d.api.trigger("dr_parity", {}), max(10.0, deadline - time.monotonic()))
+            last = f"dr_parity {run['state']}"
+            if run["state"] == "success":
+                return f"{last} {time.monotonic() - deadline + timeout:.0f}s after the DAGs were unpaused"
+        time.sleep(10)
+    return f"not within {timeout:.0f}s ({last}): the faults start anyway"
 
 
 def _wait_flowing(t: float, traffic: Traffic, readers: Readers, timeout: float) -> float:
@@ -150,7 +167,8 @@ def run_gameday(
         flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
         say(f"replication flowing both ways {flowing - t0:.0f}s after its DAGs were unpaused")
         say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_replication_dag(dag_id)))}")
-        t0 = flowing
+        say(f"ready: {_wait_ready(d)}")
+        t0 = time.time()
         injected: list[faults.Injected] = []
         disaster: DisasterLog | None = None
         for step in steps:

@@ -120,7 +120,8 @@ def _groups(cfg: DrConfig, flow: FlowConfig, now_ms: int, resolve) -> list[core.
     committing = [
         g
         for g in list_source_groups(cfg, flow, resolve)
-        if core_offsets.group_selected(g, allow, deny) and read_group_offsets(cfg, flow, g, resolve)
+        # offsets the opposite flow's offset sync wrote there belong to the other cluster's group
+        if core_offsets.group_selected(g, allow, deny) and read_group_offsets(cfg, flow, g, resolve, skip_synced=True)
     ]
     ages = {g: (now_ms - ms) / 1000 for g, ms in _synced_at(cfg, flow, resolve).items()}
     return core.group_differences(committing, ages, cfg.thresholds.group_sync_max_age_seconds, flow.target)
