@@ -31,19 +31,25 @@ class AclSyncFailed(RuntimeError):
         )
 
 
-def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, dry_run: bool = False) -> dict:
-    """Make the flow's target hold the source's bindings (mapped); return the drift report."""
-    source_admin = clients.admin(cfg.cluster(flow.source), resolve)
-    target_admin = clients.admin(cfg.cluster(flow.target), resolve)
-    try:
-        source = describe_acls(source_admin, flow.source)
-        target = describe_acls(target_admin, flow.target)
-    except NoAuthorizer as e:
-        return _not_set_up(flow, dry_run, e)
+def plan_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> tuple[AclPlan, set]:
+    """What the flow's sync would do now, and what it had recorded as its own on the target."""
+    source = describe_acls(clients.admin(cfg.cluster(flow.source), resolve), flow.source)
+    target = describe_acls(clients.admin(cfg.cluster(flow.target), resolve), flow.target)
     topic = cfg.names.acl_state_topic
     source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_owned, resolve).values())
     recorded = read_owned(cfg, flow.target, topic, decode_owned, resolve).get(flow.name, set())
-    plan = plan_acls(source, source_owned, target, recorded, scope_for(cfg, flow, own_principals(cfg, flow, resolve)))
+    scope = scope_for(cfg, flow, own_principals(cfg, flow, resolve))
+    return plan_acls(source, source_owned, target, recorded, scope), recorded
+
+
+def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, dry_run: bool = False) -> dict:
+    """Make the flow's target hold the source's bindings (mapped); return the drift report."""
+    target_admin = clients.admin(cfg.cluster(flow.target), resolve)
+    try:
+        plan, recorded = plan_flow(cfg, flow, resolve)
+    except NoAuthorizer as e:
+        return _not_set_up(flow, dry_run, e)
+    topic = cfg.names.acl_state_topic
     out = report(flow, plan, dry_run)
     if dry_run:
         return out

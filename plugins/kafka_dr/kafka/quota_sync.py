@@ -9,20 +9,26 @@ deletes in one request, and records what it owns. Idempotent: a second run plans
 from __future__ import annotations
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.quota_sync import decode_owned, encode_owned, entity_mapper, plan_quotas, report
+from kafka_dr.core.quota_sync import QuotaPlan, decode_owned, encode_owned, entity_mapper, plan_quotas, report
 from kafka_dr.kafka.client_quotas import alter_quotas, describe_quotas
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.sync_state import read_owned, write_owned
 
 
-def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, dry_run: bool = False) -> dict:
-    """Make the flow's target carry the source's client quotas; return the drift report."""
+def plan_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> tuple[QuotaPlan, dict, set]:
+    """What the flow's sync would do now, the target's quotas, and what it had recorded as its own."""
     topic = cfg.names.quota_state_topic
     source = describe_quotas(cfg, flow.source, resolve)
     target = describe_quotas(cfg, flow.target, resolve)
     source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_owned, resolve).values())
     recorded = read_owned(cfg, flow.target, topic, decode_owned, resolve).get(flow.name, set())
-    plan = plan_quotas(source, source_owned, target, recorded, entity_mapper(cfg, flow))
+    return plan_quotas(source, source_owned, target, recorded, entity_mapper(cfg, flow)), target, recorded
+
+
+def sync_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, dry_run: bool = False) -> dict:
+    """Make the flow's target carry the source's client quotas; return the drift report."""
+    topic = cfg.names.quota_state_topic
+    plan, target, recorded = plan_flow(cfg, flow, resolve)
     out = report(flow, plan, target, dry_run)
     if dry_run:
         return out

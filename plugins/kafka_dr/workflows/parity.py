@@ -22,16 +22,9 @@ from collections.abc import Callable
 
 from kafka_dr.core import offsets as core_offsets
 from kafka_dr.core import parity as core
-from kafka_dr.core.acl_sync import decode_owned as decode_acls
-from kafka_dr.core.acl_sync import plan_acls, scope_for
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.quota_sync import decode_owned as decode_quotas
-from kafka_dr.core.quota_sync import entity_mapper, plan_quotas
 from kafka_dr.core.topic_sync import plan_flow
-from kafka_dr.kafka import clients
-from kafka_dr.kafka.acl_admin import describe_acls
-from kafka_dr.kafka.acl_sync import own_principals
-from kafka_dr.kafka.client_quotas import describe_quotas
+from kafka_dr.kafka import acl_sync, clients, quota_sync
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.offset_translation import read_group_offsets
 from kafka_dr.kafka.parity_store import record as record_report
@@ -39,7 +32,6 @@ from kafka_dr.kafka.parity_store import recorded_reports
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.scram_users import describe_scram_users
 from kafka_dr.kafka.state_store import reachable
-from kafka_dr.kafka.sync_state import read_owned
 from kafka_dr.kafka.topic_sync import gather
 from kafka_dr.kafka.topics import partition_count
 from kafka_dr.workflows.offset_sync import list_source_groups
@@ -95,21 +87,11 @@ def _topics(cfg: DrConfig, flow: FlowConfig, resolve) -> list[core.Difference]:
 
 
 def _acls(cfg: DrConfig, flow: FlowConfig, resolve) -> list[core.Difference]:
-    src, dst = clients.admin(cfg.cluster(flow.source), resolve), clients.admin(cfg.cluster(flow.target), resolve)
-    topic = cfg.names.acl_state_topic
-    source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_acls, resolve).values())
-    owned = read_owned(cfg, flow.target, topic, decode_acls, resolve).get(flow.name, set())
-    scope = scope_for(cfg, flow, own_principals(cfg, flow, resolve))
-    plan = plan_acls(describe_acls(src, flow.source), source_owned, describe_acls(dst, flow.target), owned, scope)
-    return core.acl_differences(plan, flow.target)
+    return core.acl_differences(acl_sync.plan_flow(cfg, flow, resolve)[0], flow.target)
 
 
 def _quotas(cfg: DrConfig, flow: FlowConfig, resolve) -> list[core.Difference]:
-    topic = cfg.names.quota_state_topic
-    source, target = describe_quotas(cfg, flow.source, resolve), describe_quotas(cfg, flow.target, resolve)
-    source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_quotas, resolve).values())
-    owned = read_owned(cfg, flow.target, topic, decode_quotas, resolve).get(flow.name, set())
-    plan = plan_quotas(source, source_owned, target, owned, entity_mapper(cfg, flow))
+    plan, target, _ = quota_sync.plan_flow(cfg, flow, resolve)
     return core.quota_differences(plan, target, flow.target)
 
 
