@@ -72,9 +72,8 @@ def run(args: argparse.Namespace) -> int:
         print_status(lab)
         print(f"\nlab config: {path}")
         if args.secure:
-            print(
-                f"secrets:    source {lab.root / 'secrets.env'}   (SCRAM user and password for ${{env:...}} references)"
-            )
+            print(f"secrets:    source {lab.root / 'secrets.env'}   (kafka-dr's login, for ${{env:...}})")
+            print("admin:      KAFKA_DR_LAB_ADMIN_USERNAME/_PASSWORD there: the lab's only super user")
         print(f"use it:     export KAFKA_DR_CONFIG={path}")
     elif args.lab_cmd == "down":
         lab.down(wipe=args.wipe)

@@ -13,7 +13,9 @@ elsewhere:
 - target: on the target topics what replication and the topic-config sync do (CREATE, WRITE,
   READ, DESCRIBE, DESCRIBE_CONFIGS, ALTER for partitions, ALTER_CONFIGS); READ and DESCRIBE on
   the selected groups (committing translated offsets); on the cluster resource ALTER (ACL
-  sync) and ALTER_CONFIGS (quota sync).
+  sync) and ALTER_CONFIGS (quota sync);
+- schema mirror: READ and DESCRIBE on the primary's registry topic, the target topic
+  operations on each mirror target's.
 
 Topic and group selections that are literal names become literal bindings; a selection with
 regular expressions needs the wildcard ``*`` (Kafka's ACLs know names and prefixes, not
@@ -81,7 +83,16 @@ def product_acls(cfg: DrConfig, principal: str, cluster: str) -> list[Acl]:
                 out += _grant(principal, "TOPIC", topics, TARGET_TOPIC_OPS)
             out += _grant(principal, "GROUP", groups, ("READ", "DESCRIBE"))
             out += _grant(principal, CLUSTER[0], [CLUSTER[1:]], ("ALTER", "ALTER_CONFIGS"))
-    return sorted(set(out))
+    return sorted(set(out + _schema_mirror(cfg, principal, cluster)))
+
+
+def _schema_mirror(cfg: DrConfig, principal: str, cluster: str) -> list[Acl]:
+    sm = cfg.schema_mirror
+    if sm is None or cluster not in (sm.primary, *sm.targets):
+        return []
+    registry = [(cfg.cluster(cluster).schema_registry.topic, "LITERAL")]
+    ops = ("READ", "DESCRIBE") if cluster == sm.primary else TARGET_TOPIC_OPS
+    return _grant(principal, "TOPIC", registry, ops)
 
 
 def kafka_acls_commands(acls: Iterable[Acl], bootstrap: str) -> list[str]:

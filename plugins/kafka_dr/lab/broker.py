@@ -23,7 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV, LAB_USER
+from kafka_dr.lab.secure import KEYSTORE_PASSWORD_ENV, LAB_ADMIN
 from kafka_dr.lab.topology import LabBroker, LabCluster
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -57,9 +57,9 @@ inter.broker.listener.name=INTERNAL
         # The keystore password comes from the broker's environment (Kafka's EnvVarConfigProvider),
         # so no file of the lab but secrets.env holds a secret.
         # An authorizer, as production clusters have: the brokers' own plaintext loopback
-        # listeners (principal ANONYMOUS) and the lab's user are its super users.
+        # listeners (principal ANONYMOUS) and the lab's admin are its only super users.
         out += f"""authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
-super.users=User:ANONYMOUS;User:{LAB_USER}
+super.users=User:ANONYMOUS;User:{LAB_ADMIN}
 config.providers=env
 config.providers.env.class=org.apache.kafka.common.config.provider.EnvVarConfigProvider
 sasl.enabled.mechanisms=SCRAM-SHA-512

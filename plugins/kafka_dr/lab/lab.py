@@ -151,8 +151,10 @@ class Lab:
         self._start([(c, c.nodes) for c in clusters], timeout)
         if secure:
             for c in clusters:
-                lab_secure.create_user(self.root, c.direct)
+                lab_secure.create_users(self.root, c.direct)
         self._write_config()
+        if secure:
+            self._grant_product_acls()
         return self.config_file
 
     def start(self, name: str, timeout: float = 90.0) -> None:
@@ -332,6 +334,15 @@ class Lab:
     def _stop(self, nodes: Nodes, timeout: float) -> None:
         broker.terminate([pid for b in nodes if (pid := self._running(b))], timeout)
         self._state.set_pids({b.name: None for b in nodes})
+
+    def _grant_product_acls(self) -> None:
+        """kafka-dr's principal gets exactly what ``kafka-dr acls`` prints for the lab's config."""
+        from kafka_dr.core.config_load import load_config
+        from kafka_dr.core.product_acls import product_acls
+
+        cfg = load_config(self.config_file)
+        for c in self.clusters():
+            lab_secure.grant(c.name, c.direct, product_acls(cfg, f"User:{lab_secure.LAB_USER}", c.name))
 
     def _write_config(self) -> None:
         ca = str(lab_secure.ca_file(self.root)) if self.secure else None

@@ -6,10 +6,15 @@ lines a shell can source); every other file refers to it:
 
 - the brokers read the keystore password from their environment (Kafka's
   ``EnvVarConfigProvider``: ``server.properties`` says ``${env:...}``);
-- the SCRAM user is created through the AdminClient on the broker's internal loopback
-  listener, so the password is never on a command line;
+- the SCRAM users are created through the AdminClient on the broker's internal loopback
+  listener, so no password is ever on a command line;
 - the product config says ``${env:KAFKA_DR_LAB_SASL_PASSWORD}``; Airflow runs may instead
   carry it in an ``AIRFLOW_CONN_*`` connection (``clusters.<name>.connection``).
+
+Two SCRAM users, as a production deployment has them: the lab's admin (``lab-admin``), the
+only super user besides the brokers' own listeners, and kafka-dr's own principal
+(``kafkadr``), which holds exactly the ACLs ``kafka-dr acls`` prints for the lab's config and
+nothing more (granted by the admin on every ``lab up``).
 
 Certificates are made with ``openssl`` (present wherever the JDK's lab is): a CA, and one
 broker certificate for ``127.0.0.1``/``localhost`` signed by it, packed as PKCS12.
@@ -26,7 +31,10 @@ from pathlib import Path
 from kafka_dr.lab.topology import LAB_PASSWORD_ENV, LAB_USER_ENV
 
 KEYSTORE_PASSWORD_ENV = "KAFKA_DR_LAB_KEYSTORE_PASSWORD"
+ADMIN_USER_ENV = "KAFKA_DR_LAB_ADMIN_USERNAME"
+ADMIN_PASSWORD_ENV = "KAFKA_DR_LAB_ADMIN_PASSWORD"
 LAB_USER = "kafkadr"
+LAB_ADMIN = "lab-admin"
 
 
 def tls_dir(root: Path) -> Path:
@@ -62,12 +70,16 @@ def broker_env(root: Path) -> dict[str, str]:
 def prepare(root: Path) -> None:
     """Generate the passwords, the CA and the broker keystore once (kept across restarts)."""
     root.mkdir(parents=True, exist_ok=True)
-    if not secrets_file(root).exists():
-        values = {
-            LAB_USER_ENV: LAB_USER,
-            LAB_PASSWORD_ENV: secrets.token_urlsafe(18),
-            KEYSTORE_PASSWORD_ENV: secrets.token_urlsafe(18),
-        }
+    have = read_secrets(root) if secrets_file(root).exists() else {}
+    values = {
+        LAB_USER_ENV: LAB_USER,
+        LAB_PASSWORD_ENV: secrets.token_urlsafe(18),
+        ADMIN_USER_ENV: LAB_ADMIN,
+        ADMIN_PASSWORD_ENV: secrets.token_urlsafe(18),
+        KEYSTORE_PASSWORD_ENV: secrets.token_urlsafe(18),
+    }
+    if set(values) - set(have):  # a lab made before the admin user existed keeps its passwords
+        values.update(have)
         fd = os.open(secrets_file(root), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             f.write("# The secure lab's secrets: `source` this file (mode 600). Nothing else in the lab holds them.\n")
@@ -141,14 +153,29 @@ def prepare(root: Path) -> None:
         (d / f).chmod(0o600)
 
 
-def create_user(root: Path, internal_bootstrap: str) -> None:
-    """Create (or update) the lab's SCRAM-SHA-512 user, over the plaintext internal listener."""
+def create_users(root: Path, internal_bootstrap: str) -> None:
+    """Create (or update) the lab's admin and kafka-dr's SCRAM-SHA-512 users, over the
+    plaintext internal listener."""
     from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
     s = read_secrets(root)
     admin = AdminClient({"bootstrap.servers": internal_bootstrap, "log_level": 0})
-    upsert = UserScramCredentialUpsertion(
-        s[LAB_USER_ENV], ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), s[LAB_PASSWORD_ENV].encode()
-    )
-    for _user, fut in admin.alter_user_scram_credentials([upsert], request_timeout=30).items():
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+    upserts = [
+        UserScramCredentialUpsertion(s[user], info, s[password].encode())
+        for user, password in ((LAB_USER_ENV, LAB_PASSWORD_ENV), (ADMIN_USER_ENV, ADMIN_PASSWORD_ENV))
+    ]
+    for _user, fut in admin.alter_user_scram_credentials(upserts, request_timeout=30).items():
         fut.result()
+
+
+def grant(cluster: str, internal_bootstrap: str, acls: list) -> None:
+    """Create ``acls`` (kafka-dr's own, :func:`kafka_dr.core.product_acls.product_acls`) as the
+    brokers' internal listener, a super user; creating a binding that exists is a no-op."""
+    from confluent_kafka.admin import AdminClient
+
+    from kafka_dr.kafka.acl_admin import create_acls
+
+    refused = create_acls(AdminClient({"bootstrap.servers": internal_bootstrap, "log_level": 0}), cluster, acls)
+    if refused:
+        raise RuntimeError(f"granting kafka-dr's ACLs on lab cluster {cluster!r}: {next(iter(refused.values()))}")
