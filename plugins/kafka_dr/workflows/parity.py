@@ -10,7 +10,9 @@ that cannot run (no permission, no Java for the quota helper) becomes a note nam
 The scheduled ``dr_parity`` and ``kafka-dr parity`` record each report on ``target``
 (``<internal_prefix>.parity``, key ``source->target``).
 When ``source`` does not answer (the usual case at failover) nothing can be compared: the last
-recorded report is returned with its age, or the verdict ``unknown`` when there is none.
+recorded report is returned with its age, or the verdict ``unknown`` when there is none. When
+``target`` does not answer, there is nothing to fail over to and nothing to judge: the verdict
+is ``unknown`` (an outage is the heartbeats' alarm, not a readiness finding).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ def parity_report(
     ``record`` (the scheduled ``dr_parity`` and ``kafka-dr parity`` do; a failover does not: its
     config may be narrowed to one run's groups and topics)."""
     now_ms = int(time.time() * 1000)
+    if not reachable(cfg, target, resolve):
+        return _unknown(source, target, now_ms, f"{target} does not answer: its readiness cannot be judged")
     if not reachable(cfg, source, resolve):
         return _recorded(cfg, source, target, now_ms, resolve)
     flows = [f for f in cfg.flows if f.enabled and f.source == source and f.target == target]
@@ -155,14 +159,16 @@ def _registry(cfg: DrConfig, target: str, resolve) -> list[core.Difference]:
 def _recorded(cfg: DrConfig, source: str, target: str, now_ms: int, resolve) -> dict:
     last = recorded_reports(cfg, target, resolve).get(source)
     if last is None:
-        return {
-            "from": source,
-            "to": target,
-            "verdict": UNKNOWN,
-            "checked": [],
-            "differences": [
-                core.Difference("clusters", core.NOTE, f"{source} does not answer and no report was recorded").to_dict()
-            ],
-            "at_ms": now_ms,
-        }
+        return _unknown(source, target, now_ms, f"{source} does not answer and no report was recorded")
     return {**last, "recorded_age_s": (now_ms - int(last["at_ms"])) / 1000}
+
+
+def _unknown(source: str, target: str, now_ms: int, why: str) -> dict:
+    return {
+        "from": source,
+        "to": target,
+        "verdict": UNKNOWN,
+        "checked": [],
+        "differences": [core.Difference("clusters", core.NOTE, why).to_dict()],
+        "at_ms": now_ms,
+    }
