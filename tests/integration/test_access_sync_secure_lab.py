@@ -11,6 +11,7 @@ ready unless forced (the last test: it stops east).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -23,6 +24,7 @@ import yaml
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
+from kafka_checks import read_topic
 from kafka_dr.core.acl_sync import Acl
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
@@ -209,6 +211,31 @@ def test_a_source_quota_throttles_the_application_on_the_target(secure_lab, airf
     assert _throttled_seconds(on_west, topic_name) > 0.0
 
 
+def _grant_of(acls: list[dict], kind: str, op: str) -> Acl:
+    """The binding of ``kafka-dr acls --json`` giving ``op`` on every ``kind`` (``*``)."""
+    (found,) = [a for a in map(Acl.from_dict, acls) if a.resource_type == kind and a.operation == op and a.name == "*"]
+    return found
+
+
+@contextlib.contextmanager
+def _taken(cluster, name: str, binding: Acl, monkeypatch, user: str, password: str):
+    """Inside: ``binding`` deleted (by the lab's kafka-dr principal, which may alter ACLs) and
+    ``user`` logged in; afterwards the binding is back and the lab's principal logged in again."""
+    from kafka_dr.lab.topology import LAB_PASSWORD_ENV, LAB_USER_ENV
+
+    lab_user, lab_password = os.environ[LAB_USER_ENV], os.environ[LAB_PASSWORD_ENV]
+    assert delete_acls(clients.admin(cluster), name, [binding]) == {}
+    _wait_for(lambda: binding not in describe_acls(clients.admin(cluster), name), f"{binding} gone")
+    monkeypatch.setenv(LAB_USER_ENV, user)
+    monkeypatch.setenv(LAB_PASSWORD_ENV, password)
+    try:
+        yield
+    finally:
+        monkeypatch.setenv(LAB_USER_ENV, lab_user)
+        monkeypatch.setenv(LAB_PASSWORD_ENV, lab_password)
+        assert create_acls(clients.admin(cluster), name, [binding]) == {}
+
+
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     return subprocess.run(["kafka-dr", *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
@@ -220,6 +247,7 @@ def test_kafka_dr_works_with_exactly_the_acls_it_prints_for_itself(secure_lab, t
     parity report and a failover dry run."""
     from kafka_dr.core.product_acls import product_acls
     from kafka_dr.kafka.heartbeats import emit
+    from kafka_dr.kafka.permissions import PermissionDenied
     from kafka_dr.kafka.topic_sync import sync_flow
     from kafka_dr.lab.topology import LAB_PASSWORD_ENV, LAB_USER_ENV
     from kafka_dr.workflows.offset_sync import sync_group_offsets
@@ -284,6 +312,40 @@ def test_kafka_dr_works_with_exactly_the_acls_it_prints_for_itself(secure_lab, t
     monkeypatch.setenv(LAB_PASSWORD_ENV, lab_password)
     assert create_acls(clients.admin(east), "east", taken) == {}  # as it was, for the tests after this one
 
+    # the copy and the offset sync name a missing permission the same way, and stop at once
+    for i in range(10):
+        p.produce(topic_name, key=str(i).encode(), value=b"later")
+    p.flush(30)
+    for cluster, op in (("east", "READ"), ("west", "WRITE")):
+        # the binding that grants it (the test topic's name has regex characters: `*`)
+        binding = _grant_of(granted[cluster]["acls"], "TOPIC", op)
+        verb = "read" if op == "READ" else "write to"
+        with _taken(cfg.cluster(cluster), cluster, binding, monkeypatch, me, pw):
+            proc = _cli("replicate", "--flow", "east_to_west", "--mode", "incremental", "--config", str(path))
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert proc.stderr.strip().splitlines()[-1] == (
+            f"kafka-dr replicate: flow east_to_west: stopped: kafka-dr's principal may not {verb} topic "
+            f"'{topic_name}' on cluster '{cluster}': it needs {op} on topic '{topic_name}'"
+        ), proc.stderr
+        assert "restart 1/" not in proc.stdout + proc.stderr  # a permission is no fault a restart cures
+    monkeypatch.setenv(LAB_USER_ENV, me)
+    monkeypatch.setenv(LAB_PASSWORD_ENV, pw)
+    replicate = _cli("replicate", "--flow", "east_to_west", "--mode", "incremental", "--config", str(path))
+    assert f"{topic_name}: 10" in replicate.stdout.splitlines()[-1], replicate.stdout  # granted again: nothing lost
+    monkeypatch.setenv(LAB_USER_ENV, lab_user)
+    monkeypatch.setenv(LAB_PASSWORD_ENV, lab_password)
+    c = clients.consumer(east, f"billing-{me}")
+    c.commit(offsets=[TopicPartition(topic_name, 0, 6)], asynchronous=False)
+    c.close()
+    binding = _grant_of(granted["west"]["acls"], "GROUP", "READ")
+    with _taken(cfg.cluster("west"), "west", binding, monkeypatch, me, pw):
+        with pytest.raises(PermissionDenied) as refused:
+            sync_group_offsets(cfg, cfg.flows[0])
+    assert str(refused.value) == (
+        f"kafka-dr's principal may not commit offsets of group 'billing-{me}' on cluster 'west': "
+        f"it needs READ on group 'billing-{me}'"
+    )
+
 
 def test_parity_names_each_difference_and_failover_refuses_a_target_not_ready(
     secure_lab, airflow_db, tmp_path, topic_name
@@ -333,3 +395,21 @@ def test_parity_names_each_difference_and_failover_refuses_a_target_not_ready(
     assert forced.returncode == 0, forced.stdout + forced.stderr
     assert "  parity: not ready (" in forced.stdout and "s ago)" in forced.stdout, forced.stdout
     assert forced.stdout.strip().splitlines()[-1] == "  active cluster: west"
+
+    # with east down, west -> east cannot be judged: a note, not a failed (alerting) task
+    states = _task_states(build_parity_dag(cfg).test())
+    assert states == {"parity_east_to_west": "success", "parity_west_to_east": "success"}, states
+    down = _cli("parity", "--from", "west", "--to", "east", "--config", str(path))
+    assert down.returncode == 1 and "east does not answer: its readiness cannot be judged" in down.stdout, down.stdout
+
+    # the applications wrote to west meanwhile; east is back and the failback copies it there
+    ensure_topic(clients.admin(cfg.cluster("west")), topic_name, partitions=2)
+    p = clients.producer(cfg.cluster("west"))
+    for i in range(30):
+        p.produce(topic_name, key=str(i).encode(), value=b"written on west")
+    p.flush(30)
+    lab.start("east")
+    back = _cli("failback", "--recovered", "east", "--survivor", "west", "--mode", "resync", "--config", str(path))
+    assert back.returncode == 0, back.stdout + back.stderr
+    got = [r for r in read_topic(east, topic_name) if r.value == b"written on west"]
+    assert len(got) == 30, len(got)

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.offsets import Translation
-from kafka_dr.kafka import clients
+from kafka_dr.kafka import clients, permissions
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.progress_store import committed_with_retry
 
@@ -27,6 +27,8 @@ def group_state(admin, group: str, where: str) -> str:
     except KafkaException as e:
         if e.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
             return "NOT_FOUND"
+        if permissions.is_denied(e):
+            raise permissions.denied(where, f"describe group {group!r}", "DESCRIBE", permissions.group(group)) from None
         raise RuntimeError(f"describing group {group!r} on {where}: {e.args[0].str()}") from None
     state = getattr(desc.state, "name", str(desc.state))
     if desc.members and state.upper() in core.INACTIVE_GROUP_STATES:
@@ -51,10 +53,14 @@ def commit_translations(
     """
     c = clients.consumer(target, group, resolve)
     try:
-        current = {
-            (tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None)
-            for tp in committed_with_retry(c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)
-        }
+        try:
+            got = committed_with_retry(c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)
+        except KafkaException as e:
+            if permissions.is_denied(e):
+                doing = f"read the offsets of group {group!r}"
+                raise permissions.denied(target.name, doing, "DESCRIBE", permissions.group(group)) from None
+            raise
+        current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in got}
         rows, to_commit = [], []
         for t in translations:
             now_at = current.get((t.target_topic, t.partition))
@@ -71,6 +77,9 @@ def commit_translations(
             try:
                 c.commit(offsets=to_commit, asynchronous=False)
             except KafkaException as e:  # a member joined meanwhile: the broker refuses, we touch nothing
+                if permissions.is_denied(e):
+                    doing = f"commit offsets of group {group!r}"
+                    raise permissions.denied(target.name, doing, "READ", permissions.group(group)) from None
                 why = f"commit refused by {target.name}: {e.args[0].str()}"
                 rows = [(t, False, why if ok else w) for t, ok, w in rows]
     finally:

@@ -10,7 +10,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.heartbeat import FlowLatency, Heartbeat, flow_latency
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.provenance import origin_cluster
-from kafka_dr.kafka import clients
+from kafka_dr.kafka import clients, permissions
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.topics import ensure_topic
 
@@ -24,9 +24,20 @@ def emit(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None, now
     ensure_topic(admin, cfg.names.heartbeat_topic, partitions=1, config={"retention.ms": str(24 * 3600 * 1000)})
     hb = Heartbeat(cluster, now_ms if now_ms is not None else int(time.time() * 1000))
     p = clients.producer(c, resolve)
-    p.produce(cfg.names.heartbeat_topic, key=cluster.encode(), value=hb.encode(), timestamp=hb.emitted_ms)
+    topic, refused = cfg.names.heartbeat_topic, []
+    p.produce(
+        topic,
+        key=cluster.encode(),
+        value=hb.encode(),
+        timestamp=hb.emitted_ms,
+        on_delivery=lambda err, _msg: refused.append(err) if err is not None else None,
+    )
     if p.flush(30):
-        raise RuntimeError(f"heartbeat to {cluster}/{cfg.names.heartbeat_topic} not acknowledged within 30s")
+        raise RuntimeError(f"heartbeat to {cluster}/{topic} not acknowledged within 30s")
+    if refused and permissions.is_denied(refused[0]):
+        raise permissions.denied(cluster, f"write to topic {topic!r}", "WRITE", permissions.topic(topic))
+    if refused:
+        raise RuntimeError(f"heartbeat to {cluster}/{topic} refused: {refused[0].str()}")
     return hb
 
 

@@ -28,7 +28,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.offsets import Hit, Translation
 from kafka_dr.core.provenance import Provenance, origin_cluster
-from kafka_dr.kafka import clients
+from kafka_dr.kafka import clients, permissions
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.group_position import GroupPlacer
 from kafka_dr.kafka.progress_store import committed_with_retry, read_committed_progress
@@ -304,6 +304,11 @@ def _timestamp_at(
         consumer.unassign()
 
 
+def group_read_refused(flow: str, cluster: str, group: str) -> permissions.PermissionDenied:
+    what = permissions.denied(cluster, f"read the offsets of group {group!r}", "DESCRIBE", permissions.group(group))
+    return permissions.PermissionDenied(f"flow {flow}: {what}")
+
+
 def read_group_offsets(
     cfg: DrConfig,
     flow: FlowConfig,
@@ -336,6 +341,8 @@ def read_group_offsets(
         try:
             got = committed_with_retry(c, tps, timeout)
         except KafkaException as e:
+            if permissions.is_denied(e):
+                raise group_read_refused(flow.name, flow.source, group) from None
             raise RuntimeError(
                 f"flow {flow.name}: reading committed offsets of group {group!r} on {flow.source}: {e.args[0].str()}"
             ) from None
@@ -344,6 +351,8 @@ def read_group_offsets(
     out = {}
     for tp in got:
         if tp.error is not None:
+            if permissions.is_denied(tp.error):
+                raise group_read_refused(flow.name, flow.source, group)
             raise RuntimeError(f"group {group!r} on {flow.source}/{tp.topic}[{tp.partition}]: {tp.error.str()}")
         if tp.offset >= 0 and skip_synced and core.is_sync_commit(tp.metadata):
             log.info(

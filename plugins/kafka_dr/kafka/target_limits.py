@@ -78,14 +78,18 @@ class TargetLimits:
             self.refresh(missing)
         return producer_sizing(self._known[t] for t in topics)
 
+    def admin(self) -> AdminClient:
+        """The admin client on the target these reads share (also asked why records were refused)."""
+        if self._admin is None:
+            self._admin = AdminClient(client_config(self.cluster, self.resolve))
+        return self._admin
+
     def refresh(self, topics: Iterable[str]) -> None:
         """Read the limits of ``topics`` again (all in one request)."""
         topics = list(dict.fromkeys(topics))
         if not topics:
             return
-        if self._admin is None:
-            self._admin = AdminClient(client_config(self.cluster, self.resolve))
-        futures = self._admin.describe_configs(
+        futures = self.admin().describe_configs(
             [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics], request_timeout=READ_TIMEOUT
         )
         for res, fut in futures.items():

@@ -13,6 +13,9 @@ from collections.abc import Iterable
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, OffsetSpec
 
+from kafka_dr.kafka.permissions import denied, is_denied
+from kafka_dr.kafka.permissions import topic as topic_resource
+
 REQUEST_TIMEOUT = 30.0
 RESULT_TIMEOUT = 60.0
 
@@ -37,7 +40,11 @@ def topic_partitions(client: AdminClient, timeout: float = 15.0) -> dict[str, in
 
 
 def describe_topic_configs(
-    client: AdminClient, topics: Iterable[str], explicit_only: bool = True, missing_ok: bool = False
+    client: AdminClient,
+    topics: Iterable[str],
+    explicit_only: bool = True,
+    missing_ok: bool = False,
+    cluster: str | None = None,
 ) -> dict[str, dict[str, str]]:
     """Topic configs by topic name.
 
@@ -45,6 +52,8 @@ def describe_topic_configs(
         not broker or built-in defaults; otherwise every effective value
     :param missing_ok: a topic that vanished between listing and describing is left out
         instead of raising
+    :param cluster: names the cluster in the :class:`PermissionDenied` raised when a topic's
+        configs may not be described (otherwise the client's error is raised)
     """
     topics = list(topics)
     if not topics:
@@ -59,6 +68,9 @@ def describe_topic_configs(
         except KafkaException as e:
             if missing_ok and e.args[0].code() == e.args[0].UNKNOWN_TOPIC_OR_PART:
                 continue
+            if cluster is not None and is_denied(e):
+                doing = f"describe the configs of topic {res.name!r}"
+                raise denied(cluster, doing, "DESCRIBE_CONFIGS", topic_resource(res.name)) from None
             raise
         out[res.name] = {
             k: e.value
@@ -68,11 +80,16 @@ def describe_topic_configs(
     return out
 
 
+#: :func:`create_topics`' answer for a topic the cluster's authorizer would not let us create
+DENIED = "denied"
+
+
 def create_topics(client: AdminClient, new_topics: list[NewTopic]) -> dict[str, str | None]:
     """Create topics, tolerating ones that already exist.
 
-    Returns topic -> ``None`` (created), ``"exists"`` (someone created it first), or the
-    broker's error text. Waits for every future before returning.
+    Returns topic -> ``None`` (created), ``"exists"`` (someone created it first),
+    :data:`DENIED` (the authorizer refused), or the broker's error text. Waits for every
+    future before returning.
     """
     if not new_topics:
         return {}
@@ -82,7 +99,10 @@ def create_topics(client: AdminClient, new_topics: list[NewTopic]) -> dict[str, 
             fut.result(timeout=RESULT_TIMEOUT)
             out[name] = None
         except KafkaException as e:
-            out[name] = "exists" if e.args[0].code() == e.args[0].TOPIC_ALREADY_EXISTS else e.args[0].str()
+            code = e.args[0].code()
+            out[name] = (
+                "exists" if code == e.args[0].TOPIC_ALREADY_EXISTS else DENIED if is_denied(e) else e.args[0].str()
+            )
     return out
 
 

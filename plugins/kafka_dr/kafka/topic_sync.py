@@ -27,7 +27,10 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_sync import FlowSyncPlan, TopicState, plan_flow
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config
+from kafka_dr.kafka.permissions import denied, is_denied
+from kafka_dr.kafka.permissions import topic as topic_resource
 from kafka_dr.kafka.topic_admin import (
+    DENIED,
     REQUEST_TIMEOUT,
     RESULT_TIMEOUT,
     create_topics,
@@ -72,15 +75,23 @@ def gather(
     router = router_for(cfg, flow)
     src_parts = _answer(cfg, flow, "source", lambda: topic_partitions(source, METADATA_TIMEOUT))
     selected = {name: n for name, n in src_parts.items() if router.target_topic(name) is not None}
-    src_conf = _answer(cfg, flow, "source", lambda: describe_topic_configs(source, selected, missing_ok=True))
+    src_conf = _answer(
+        cfg, flow, "source", lambda: describe_topic_configs(source, selected, missing_ok=True, cluster=flow.source)
+    )
     sources = {name: TopicState(name, n, src_conf[name]) for name, n in selected.items() if name in src_conf}
 
     dst_parts = _answer(cfg, flow, "target", lambda: topic_partitions(target, METADATA_TIMEOUT))
     wanted = {router.target_topic(name) for name in sources}
     existing = {name: n for name, n in dst_parts.items() if name in wanted}
-    dst_conf = _answer(cfg, flow, "target", lambda: describe_topic_configs(target, existing, missing_ok=True))
+    dst_conf = _answer(
+        cfg, flow, "target", lambda: describe_topic_configs(target, existing, missing_ok=True, cluster=flow.target)
+    )
     targets = {name: TopicState(name, n, dst_conf[name]) for name, n in existing.items() if name in dst_conf}
     return sources, targets
+
+
+def _refused(flow: FlowConfig, verb: str, operation: str, name: str) -> str:
+    return str(denied(flow.target, f"{verb} topic {name!r}", operation, topic_resource(name)))
 
 
 def apply(flow: FlowConfig, plan: FlowSyncPlan, target: AdminClient) -> tuple[list[str], list[str]]:
@@ -101,6 +112,8 @@ def apply(flow: FlowConfig, plan: FlowSyncPlan, target: AdminClient) -> tuple[li
             notes.append(
                 f"{where}/{name}: already existed when creating it (created concurrently); synced on the next run"
             )
+        elif error == DENIED:
+            errors.append(f"flow {flow.name}: {_refused(flow, 'create', 'CREATE', name)}")
         elif error is not None:
             errors.append(f"{where}/{name}: creating the topic: {error}")
 
@@ -114,6 +127,9 @@ def apply(flow: FlowConfig, plan: FlowSyncPlan, target: AdminClient) -> tuple[li
                 fut.result(timeout=RESULT_TIMEOUT)
             except KafkaException as e:
                 frm, to = raises[name]
+                if is_denied(e):
+                    errors.append(f"flow {flow.name}: {_refused(flow, 'add partitions to', 'ALTER', name)}")
+                    continue
                 errors.append(f"{where}/{name}: raising partitions {frm} -> {to}: {e.args[0].str()}")
 
     resources = []
@@ -133,6 +149,11 @@ def apply(flow: FlowConfig, plan: FlowSyncPlan, target: AdminClient) -> tuple[li
             try:
                 fut.result(timeout=RESULT_TIMEOUT)
             except KafkaException as e:
+                if is_denied(e):
+                    errors.append(
+                        f"flow {flow.name}: {_refused(flow, 'alter the configs of', 'ALTER_CONFIGS', res.name)}"
+                    )
+                    continue
                 errors.append(f"{where}/{res.name}: incremental alter-configs: {e.args[0].str()}")
     return errors, notes
 

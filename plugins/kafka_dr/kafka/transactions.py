@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.kafka import permissions
 from kafka_dr.kafka.clients import (
     SecretResolver,
     client_config,
@@ -106,8 +107,21 @@ def transactional_producer(
     conf["error_cb"] = reports.error
     p = Producer(conf)
     connect_to_a_known_broker(p)
-    p.init_transactions(30)
+    init_transactions(p, flow, txn_id)
     return p
+
+
+def init_transactions(producer: Producer, flow: FlowConfig, txn_id: str) -> None:
+    """``init_transactions``, a refusal by the target's authorizer named as such."""
+    try:
+        producer.init_transactions(30)
+    except KafkaException as e:
+        if permissions.is_denied(e):
+            what = permissions.denied(
+                flow.target, f"use transactional id {txn_id!r}", "WRITE", permissions.transactional_id(txn_id)
+            )
+            raise permissions.PermissionDenied(f"flow {flow.name}: {what}") from None
+        raise
 
 
 def fence(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, txn_ids: list[str]) -> None:
@@ -122,8 +136,7 @@ def fence(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, txn_i
         conf = one_shot_transactional_config(
             cfg.cluster(flow.target), resolve, txn_id, **{"transaction.timeout.ms": 60_000}
         )
-        p = Producer(conf)
-        p.init_transactions(30)
+        init_transactions(Producer(conf), flow, txn_id)
 
 
 def discard(producer: Producer | None) -> None:

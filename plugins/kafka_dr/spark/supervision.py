@@ -36,6 +36,9 @@ PERMANENT = (
     "AuthenticationFailed",
     "authentication failed",
     "TLS handshake failed",
+    # the cluster's authorizer refuses an operation: an operator grants the ACL
+    "PermissionDenied",
+    "kafka-dr's principal may not",
     # copying on would skip or duplicate records: the operator decides (--reset-progress, the topic)
     "ProgressLost",
     "no committed progress",
