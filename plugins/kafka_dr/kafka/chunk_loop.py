@@ -338,6 +338,11 @@ class ChunkLoop:
             chunk.error = failures[0]
         if chunk.error is not None:
             aborted = abort_quietly(producer)
+            if permissions.is_denied(chunk.error):  # no record's fault: never dead-lettered
+                what = permissions.denied(
+                    flow.target, f"write to topic {spec.target_topic!r}", "WRITE", permissions.topic(spec.target_topic)
+                )
+                raise PermissionDenied(f"flow {flow.name}: {what}")
             if chunk.error.code() in PRODUCER_LOST:
                 refusal = permissions.write_refusal(self.owner.limits.admin(), flow.target, [spec.target_topic])
                 if refusal is not None:

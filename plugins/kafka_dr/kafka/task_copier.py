@@ -429,7 +429,7 @@ class TaskCopier:
         span = ", ".join(f"{p.spec.topic}[{p.spec.partition}] {p.first}..{p.next - 1}" for p in touched)
         if failures:
             err = failures[0]
-            if err.code() in PRODUCER_LOST:
+            if err.code() in PRODUCER_LOST or permissions.is_denied(err):
                 abort_quietly(producer)
                 topics = [p.spec.target_topic for p in touched]
                 refusal = permissions.write_refusal(self.limits.admin(), self.flow.target, topics)
