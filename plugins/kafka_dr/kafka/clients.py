@@ -50,6 +50,12 @@ def auth_problem(cluster: ClusterConfig, resolve: SecretResolver | None = None, 
         client.list_topics(timeout=timeout)
     except KafkaException:
         pass
+    return _refusal(cluster, client, seen)
+
+
+def _refusal(cluster: ClusterConfig, client: AdminClient, seen: list) -> str | None:
+    """The authentication or TLS failure among the errors ``client``'s error callback collected
+    in ``seen`` (served here), named with the setting to check; else ``None``."""
     client.poll(0.5)  # error callbacks are served by poll
     from confluent_kafka import KafkaError
 
@@ -179,12 +185,15 @@ def consumer(
 
 
 def cluster_id(cluster: ClusterConfig, resolve: SecretResolver | None = None, timeout: float = 10.0) -> str:
-    """Ask the cluster for its id; raises :class:`ClusterUnreachable` naming the cluster."""
-    client = admin(cluster, resolve)
+    """Ask the cluster for its id; raises :class:`ClusterUnreachable` naming the cluster (as
+    :class:`AuthenticationFailed` when it refused the login, which this same client heard: a
+    dead cluster costs ``timeout``, not a second probe on top)."""
+    seen: list = []
+    client = admin(cluster, resolve, error_cb=seen.append)
     try:
         md = client.list_topics(timeout=timeout)
     except KafkaException as e:
-        problem = auth_problem(cluster, resolve, timeout=min(timeout, 6.0))
+        problem = _refusal(cluster, client, seen)
         if problem:
             raise AuthenticationFailed(f"cluster {cluster.name!r} ({cluster.bootstrap_servers}): {problem}") from None
         raise ClusterUnreachable(
