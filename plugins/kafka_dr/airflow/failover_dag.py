@@ -62,7 +62,9 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             p = context["params"]
             return p["failed_cluster"], p["surviving_cluster"], bool(p["dry_run"])
 
-        def _run(context):
+        def _run(context, confirmed: dict | None = None):
+            """The run's inputs; ``confirmed``: the first step's finding, which the later steps
+            take instead of probing the failed cluster again."""
             from kafka_dr.airflow.secret_resolver import airflow_resolver
             from kafka_dr.workflows.failover import FailoverRun
 
@@ -76,6 +78,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
                 dry_run=dry,
                 force=bool(p["force"]),
                 resolve=airflow_resolver(),
+                failed_answers=(confirmed or {}).get("failed_answers"),
             )
 
         @task(task_id="confirm_failed_cluster_down", retries=1)
@@ -85,10 +88,10 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             return confirm_down(_run(context))
 
         @task(task_id="check_parity", retries=1)
-        def parity(**context) -> dict:
+        def parity(confirmed: dict, **context) -> dict:
             from kafka_dr.workflows.failover import check_parity
 
-            return check_parity(_run(context))
+            return check_parity(_run(context, confirmed))
 
         @task(task_id="stop_flows_from_failed", retries=1)
         def stop(**context) -> dict:
@@ -97,16 +100,16 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             return stop_flows(_run(context))
 
         @task(task_id="move_consumer_groups", retries=1)
-        def groups(**context) -> list:
+        def groups(confirmed: dict, **context) -> list:
             from kafka_dr.workflows.failover import move_consumer_groups
 
-            return move_consumer_groups(_run(context))
+            return move_consumer_groups(_run(context, confirmed))
 
         @task(task_id="rpo_report", retries=1)
-        def rpo(**context) -> dict:
+        def rpo(confirmed: dict, **context) -> dict:
             from kafka_dr.workflows.failover import rpo_report
 
-            return rpo_report(_run(context))
+            return rpo_report(_run(context, confirmed))
 
         @task(task_id="record_active_cluster", retries=1)
         def record(rpo_result: dict, **context) -> dict:
@@ -141,10 +144,10 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             return summary
 
         c = confirm()
-        p = parity()
+        p = parity(c)
         s = stop()
-        g = groups()
-        r = rpo()
+        g = groups(c)
+        r = rpo(c)
         a = record(r)
         # the RPO report and the consumer move both need the flows stopped, not each other
         c >> p >> s >> [g, r]

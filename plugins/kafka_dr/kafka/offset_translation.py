@@ -379,6 +379,7 @@ def translate_group(
     margin_seconds: float | None = None,
     source_offsets: dict[tuple[str, int], int] | None = None,
     synced: dict | None = None,
+    source_available: bool | None = None,
 ) -> list[Translation]:
     """Translate ``group``'s committed offsets from ``flow.source`` to ``flow.target``: in
     active/active, the earliest target position that skips none of the records it had not
@@ -388,12 +389,14 @@ def translate_group(
         the group's commits on the source (which is how a failover works with the source down).
     :param synced: ``{(topic, partition): SyncedPosition}`` the offset sync recorded: which of
         the target's own records the group had read, when the source cannot be asked.
+    :param source_available: with ``source_offsets``, whether the source is up when the caller
+        knows (``None``: probe it)
     """
     if source_offsets is None:
         source_offsets = read_group_offsets(cfg, flow, group, resolve)
         available = True
     else:
-        available = None  # use the source if it answers
+        available = source_available  # None: use the source if it answers
     with Translator(cfg, flow, resolve, margin_seconds, source_available=available) as tr:
         placer = GroupPlacer(cfg, flow, tr, resolve)
         try:

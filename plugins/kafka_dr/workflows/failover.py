@@ -20,6 +20,7 @@ every step computes and reports what it would do and writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -43,6 +44,9 @@ class FailoverRun:
     :param survivor: where consumers resume; it becomes the active cluster.
     :param groups: a regex selecting the consumer groups that move.
     :param force: fail over even though ``failed`` still answers.
+    :param failed_answers: what :func:`confirm_down` found (``None``: not yet asked); the steps
+        after it take its word instead of probing a dead cluster again, which costs a
+        connection timeout each time (per consumer group, in the translation).
     """
 
     cfg: DrConfig
@@ -52,6 +56,7 @@ class FailoverRun:
     dry_run: bool = True
     force: bool = False
     resolve: SecretResolver | None = None
+    failed_answers: bool | None = None
 
 
 def check_clusters(run: FailoverRun) -> None:
@@ -85,7 +90,9 @@ def check_parity(run: FailoverRun) -> dict:
     ``not ready`` unless forced (a dry run reports that it would)."""
     from kafka_dr.workflows.parity import parity_report
 
-    report = parity_report(run.cfg, run.failed, run.survivor, run.resolve, record=False)
+    report = parity_report(
+        run.cfg, run.failed, run.survivor, run.resolve, record=False, source_answers=run.failed_answers
+    )
     blocking = [d for d in report["differences"] if d["severity"] == "not ready"]
     refuse = report["verdict"] == "not ready" and not run.force
     if refuse and not run.dry_run:
@@ -118,7 +125,7 @@ def move_consumer_groups(run: FailoverRun) -> list[dict]:
     out: list[dict] = []
     for flow in run.cfg.flows:
         if flow.source == run.failed and flow.target == run.survivor:
-            out += move_groups(run.cfg, flow, pattern, run.dry_run, run.resolve)
+            out += move_groups(run.cfg, flow, pattern, run.dry_run, run.resolve, run.failed_answers)
     return out
 
 
@@ -153,6 +160,8 @@ def rpo_report(run: FailoverRun, now_ms: int | None = None, failed_answers: bool
             synced = [(r.key, r.value) for r in read_partitions(c, stopic, sorted(md[stopic].partitions), timeout=60)]
     finally:
         c.close()
+    if failed_answers is None:
+        failed_answers = run.failed_answers
     live = reachable(cfg, failed, resolve) if failed_answers is None else failed_answers
     report = {"failed": failed, "survivor": survivor, "flows": {}}
     for flow in cfg.flows:
@@ -225,10 +234,11 @@ def run_failover(run: FailoverRun) -> dict:
     """Every step in order; the CLI twin of the DAG. Returns the summary."""
     summary: dict = {"failed": run.failed, "survivor": run.survivor, "dry_run": run.dry_run}
     summary["confirm_down"] = confirm_down(run)
+    run = dataclasses.replace(run, failed_answers=summary["confirm_down"]["failed_answers"])
     summary["parity"] = check_parity(run)
     summary["stop_flows"] = stop_flows(run)
     summary["consumer_groups"] = move_consumer_groups(run)
-    rpo = rpo_report(run, failed_answers=summary["confirm_down"].get("failed_answers"))
+    rpo = rpo_report(run)
     summary["rpo"] = rpo
     summary["missing_records_at_least"] = sum(f["missing_records_at_least"] for f in rpo["flows"].values())
     summary["record_active"] = record_active(run, summary)

@@ -56,8 +56,15 @@ def synced_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | Non
 
 
 def move_groups(
-    cfg: DrConfig, flow: FlowConfig, pattern: re.Pattern, dry_run: bool, resolve: SecretResolver | None = None
+    cfg: DrConfig,
+    flow: FlowConfig,
+    pattern: re.Pattern,
+    dry_run: bool,
+    resolve: SecretResolver | None = None,
+    source_answers: bool | None = None,
 ) -> list[dict]:
+    """Move each selected group the offset sync knows to the target. ``source_answers``: whether
+    the source is up, when known (``None``: each translation probes it)."""
     tgt = cfg.cluster(flow.target)
     admin = clients.admin(tgt, resolve)
     report: list[dict] = []
@@ -77,7 +84,9 @@ def move_groups(
         source_offsets = {
             k: v.effective_offset if v.effective_offset is not None else v.source_offset for k, v in synced.items()
         }
-        translations = translate_group(cfg, flow, group, resolve, source_offsets=source_offsets, synced=synced)
+        translations = translate_group(
+            cfg, flow, group, resolve, source_offsets=source_offsets, synced=synced, source_available=source_answers
+        )
         state = group_state(admin, group, flow.target)
         rows = commit_translations(tgt, group, translations, state, resolve, dry_run=dry_run)
         for t, ok, why in rows:

@@ -43,15 +43,21 @@ UNKNOWN = "unknown"
 
 
 def parity_report(
-    cfg: DrConfig, source: str, target: str, resolve: SecretResolver | None = None, record: bool = True
+    cfg: DrConfig,
+    source: str,
+    target: str,
+    resolve: SecretResolver | None = None,
+    record: bool = True,
+    source_answers: bool | None = None,
 ) -> dict:
     """The report of failing over from ``source`` to ``target``, recorded on ``target`` when
     ``record`` (the scheduled ``dr_parity`` and ``kafka-dr parity`` do; a failover does not: its
-    config may be narrowed to one run's groups and topics)."""
+    config may be narrowed to one run's groups and topics). ``source_answers``: whether the
+    source is up, when the caller already knows (``None``: probe it)."""
     now_ms = int(time.time() * 1000)
     if not reachable(cfg, target, resolve):
         return _unknown(source, target, now_ms, f"{target} does not answer: its readiness cannot be judged")
-    if not reachable(cfg, source, resolve):
+    if source_answers is False or (source_answers is None and not reachable(cfg, source, resolve)):
         return _recorded(cfg, source, target, now_ms, resolve)
     flows = [f for f in cfg.flows if f.enabled and f.source == source and f.target == target]
     diffs: list[core.Difference] = []
