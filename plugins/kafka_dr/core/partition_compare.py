@@ -38,19 +38,26 @@ def record_identity(rec: RecordLike, here: str) -> Identity:
 
 
 def split_in_flight(
-    records: Iterable[RecordLike], here: str, upto: int | None = None, skip: Iterable[Identity] = ()
+    records: Iterable[RecordLike],
+    here: str,
+    upto: int | None = None,
+    skip: Iterable[Identity] = (),
+    own_only: bool = False,
 ) -> tuple[list[tuple[RecordLike, Identity]], list[tuple[RecordLike, Identity]]]:
     """(records compared, records in flight) of one partition, each with its identity.
 
     On the survivor, records at or past ``upto`` (the copied flow's committed progress) are in
     flight: its producers may still write, and the normal flows copy those after the failback.
     On the recovered cluster, ``skip`` (the survivor's in-flight identities) leaves out the
-    originals of its own records that reached the survivor late, one per identity."""
+    originals of its own records that reached the survivor late, one per identity; in
+    active/active its own records (``own_only``: not the copies it holds, which are compared
+    wherever they are) at or past the flow back's progress are in flight too."""
     compared, in_flight = [], []
     left = Counter(skip)
+    mine = here.encode()
     for r in records:
         d = record_identity(r, here)
-        if upto is not None and r.offset >= upto:
+        if upto is not None and r.offset >= upto and (not own_only or d[1] == mine):
             in_flight.append((r, d))
         elif left[d] > 0:
             left[d] -= 1
