@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from pathlib import Path
 
 
@@ -19,6 +20,11 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--dir", type=Path, default=Path(".gameday"), help="the game day's folder (default ./.gameday)")
     p.add_argument("--base-port", type=int, default=24092, help="first port of the game day's lab (default 24092)")
     p.set_defaults(handler=run)
+
+
+def _interrupted(_signum, _frame) -> None:
+    """A kill (a CI job's timeout) tears the game day's lab, Spark and Airflow down as Ctrl-C does."""
+    raise KeyboardInterrupt
 
 
 def run(a: argparse.Namespace) -> int:
@@ -38,4 +44,5 @@ def run(a: argparse.Namespace) -> int:
     if problems:
         raise InvalidInput(problems)
     steps = short_script() if a.short else script(a.minutes)
+    signal.signal(signal.SIGTERM, _interrupted)
     return run_gameday(a.dir, a.minutes, a.brokers, a.spark_workers, a.base_port, steps)

@@ -85,17 +85,22 @@ def _until(t: float) -> None:
 
 
 def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
-    """As an operator starts a game day only on a deployment that is ready for failover: once
-    the offset sync has run, trigger ``dr_parity`` until both directions pass."""
+    """As an operator starts a game day only on a deployment that is ready for failover: the
+    offset sync run (triggered, not waited for on its schedule), then ``dr_parity`` passing
+    both ways; again until it does."""
     deadline = time.monotonic() + timeout
     last = "no parity run yet"
     while time.monotonic() < deadline:
-        synced = [r for r in d.api.runs("dr_offset_sync", 5) if r.get("state") == "success"]
-        if synced:
-            run = d.api.wait_run("dr_parity", d.api.trigger("dr_parity", {}), max(10.0, deadline - time.monotonic()))
+        left = max(10.0, deadline - time.monotonic())
+        synced = d.api.wait_run("dr_offset_sync", d.api.trigger("dr_offset_sync", {}), left)
+        if synced["state"] == "success":
+            left = max(10.0, deadline - time.monotonic())
+            run = d.api.wait_run("dr_parity", d.api.trigger("dr_parity", {}), left)
             last = f"dr_parity {run['state']}"
             if run["state"] == "success":
                 return f"{last} {time.monotonic() - deadline + timeout:.0f}s after the DAGs were unpaused"
+        else:
+            last = f"dr_offset_sync {synced['state']}"
         time.sleep(10)
     return f"not within {timeout:.0f}s ({last}): the faults start anyway"
 
