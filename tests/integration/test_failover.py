@@ -329,3 +329,39 @@ def test_a_replication_attempt_after_a_failover_does_not_start_the_flow(lab, air
         with pytest.raises(AirflowSkipException, match=rf"east is failed over .*flow {name} stays stopped"):
             replicate.execute({})
         assert failed_over(load_flow(JobOptions(config=str(path), flow=name))) == "east"
+
+
+def test_a_running_flow_stops_once_a_failover_is_recorded(lab, tmp_path, topic_name):
+    """A continuous job into (or out of) the failed cluster must not copy on once that cluster
+    is back: the failback copies between the two itself, and its gate compares a still
+    picture. The job reads the DR state while it runs and stops gracefully."""
+    from kafka_dr.core.dr_state import DrState
+    from kafka_dr.kafka.state_store import write_state
+    from kafka_dr.lab.drill import Job
+
+    path = isolated_config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=2)
+    produce_varied(east, topic_name, "east", 20, 2)
+    log = tmp_path / "job.log"
+    job = Job(path, log, flow="east_to_west", mode="continuous")
+    try:
+        deadline = time.monotonic() + 180
+        while len(_copied(west, topic_name)) < 20 and time.monotonic() < deadline and job.alive():
+            time.sleep(2)
+        assert len(_copied(west, topic_name)) == 20, log.read_text()[-3000:]
+        assert set(write_state(cfg, DrState(1, "west", "west", ("east",))).values()) == {"written"}
+        assert job.proc.wait(120) == 0, log.read_text()[-3000:]
+    finally:
+        job.kill9()
+    assert '"stopped_by": "failover of east"' in log.read_text(), log.read_text()[-3000:]
+
+
+def _copied(cluster, topic: str) -> list:
+    from kafka_checks import read_topic
+
+    try:
+        return read_topic(cluster, topic)
+    except Exception:  # noqa: BLE001 - the target topic is not created yet
+        return []

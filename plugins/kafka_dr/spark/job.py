@@ -28,7 +28,15 @@ from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS
 from kafka_dr.spark.driver_options import driver_java_options
 from kafka_dr.spark.metrics_sink import JobSummary, MetricsSink
-from kafka_dr.spark.supervision import STALL_SECONDS, Stop, failure_reason, is_permanent, stop_on_signals, supervise
+from kafka_dr.spark.supervision import (
+    STALL_SECONDS,
+    Stop,
+    failure_reason,
+    is_permanent,
+    stop_on_signals,
+    stop_when,
+    supervise,
+)
 
 log = logging.getLogger("kafka_dr.replicate")
 
@@ -62,6 +70,10 @@ class JobOptions:
 #: the pause before the first restart of a failed query; it doubles with each restart, up to the second
 FIRST_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 2.0, 60.0
 STATE_READ_TIMEOUT_SECONDS = 2.0
+#: A running job reads the DR state this often: a failover recorded meanwhile stops it (the
+#: failback copies between the two clusters itself, and its gate must not race a running
+#: flow into the recovered cluster, which resumes copying the moment that cluster is back)
+FAILOVER_CHECK_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -125,7 +137,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     sink = MetricsSink(run.cfg, run.flow, continuous=run.mode is FlowMode.CONTINUOUS)
     stop = Stop(opts.stop_file)
     try:
-        with stop_on_signals(stop):
+        with stop_on_signals(stop), stop_when(stop, lambda: _failover_reason(run), FAILOVER_CHECK_SECONDS):
             deadline = time.monotonic() + run.max_duration if run.max_duration else None
             sink.watch_selection()
             return _restart_loop(
@@ -155,6 +167,11 @@ def load_flow(opts: JobOptions) -> FlowRun:
         FlowMode(opts.mode) if opts.mode else flow.mode,
         opts.max_duration_seconds or flow.max_duration_seconds,
     )
+
+
+def _failover_reason(run: FlowRun) -> str | None:
+    failed = failed_over(run)
+    return None if failed is None else f"failover of {failed}"
 
 
 def failed_over(run: FlowRun) -> str | None:

@@ -13,7 +13,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 #: A streaming query whose micro-batch has not completed this long past ``task_seconds`` is
@@ -104,6 +104,29 @@ class Stop:
         end = time.monotonic() + seconds
         while time.monotonic() < end and not self.requested():
             time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def stop_when(stop: Stop, check: Callable[[], str | None], every: float) -> Iterator[None]:
+    """Meanwhile, every ``every`` seconds, ``check()``; a reason it returns requests a graceful
+    stop with that reason. A check that raises says nothing (it is asked again next time)."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(every):
+            try:
+                why = check()
+            except Exception:  # noqa: BLE001 - e.g. no cluster answered: no news
+                continue
+            if why is not None:
+                stop.request(why)
+                return
+
+    threading.Thread(target=watch, name="kafka-dr-stop-watch", daemon=True).start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 @contextlib.contextmanager

@@ -138,3 +138,31 @@ def test_the_max_duration_is_a_stop():
     q.status = {"isTriggerActive": False}
     assert supervise(q, stop, time.monotonic() - 1, [time.monotonic()], stall_after=None) == ""
     assert q.stopped and stop.reason == "max duration"
+
+
+def test_a_watch_requests_a_graceful_stop_with_the_reason_it_finds():
+    """The job watches the DR state: a failover recorded while it runs stops it (the failback
+    copies between the two clusters itself); a check that fails is no news."""
+    import time
+
+    from kafka_dr.spark.supervision import Stop, stop_when
+
+    answers = iter([RuntimeError("no cluster answered"), None, "failover of east"])
+
+    def check():
+        a = next(answers, "failover of east")
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    stop = Stop(None)
+    with stop_when(stop, check, every=0.05):
+        deadline = time.monotonic() + 5
+        while not stop.requested() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert stop.reason == "failover of east"
+
+    quiet = Stop(None)
+    with stop_when(quiet, lambda: None, every=0.01):
+        time.sleep(0.1)
+    assert not quiet.requested()
