@@ -34,6 +34,7 @@ print(
                     },
                     "schedule": type(dag.timetable).__name__,
                     "paused_upon_creation": dag.is_paused_upon_creation,
+                    "priority": {t.task_id: [t.priority_weight, str(t.weight_rule)] for t in dag.tasks},
                 }
                 for dag_id, dag in bag.dags.items()
             },

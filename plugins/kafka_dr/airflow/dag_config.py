@@ -31,6 +31,12 @@ TAGS = ["kafka-dr"]
 DEFAULT_ARGS = {"owner": "kafka-dr", "retries": 2, "retry_delay": RETRY_DELAY, "execution_timeout": SHORT_TASK}
 
 
+#: A DAG without a schedule is an operator's action (failover, failback, preflight): when the
+#: executor is full, which in an outage it is with periodic tasks waiting out timeouts on the
+#: dead cluster, its tasks are queued before theirs.
+TRIGGERED_PRIORITY = {"priority_weight": 100, "weight_rule": "absolute"}
+
+
 def kafka_dr_dag(
     dag_id: str,
     description: str,
@@ -50,6 +56,7 @@ def kafka_dr_dag(
 
     if schedule is None:
         kwargs.setdefault("is_paused_upon_creation", False)
+        default_args = {**TRIGGERED_PRIORITY, **(default_args or {})}
 
     return DAG(
         dag_id=dag_id,

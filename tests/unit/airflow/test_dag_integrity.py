@@ -85,6 +85,17 @@ def test_a_dag_that_only_runs_when_triggered_is_never_paused(parsed):
     assert {d: parsed["dags"][d]["paused_upon_creation"] for d in manual} == dict.fromkeys(manual, False)
 
 
+def test_an_operators_triggered_dag_goes_before_the_periodic_ones(parsed):
+    # in an outage the executor fills with periodic tasks waiting out timeouts on the dead
+    # cluster: the failover's tasks must be queued first when a slot frees
+    for dag_id, dag in parsed["dags"].items():
+        weights = {w for w, _ in dag["priority"].values()}
+        if dag["schedule"] == "NullTimetable":
+            assert {tuple(v) for v in dag["priority"].values()} == {(100, "absolute")}, dag_id
+        else:
+            assert max(weights) < 100, dag_id
+
+
 def test_parsing_imports_no_client_libraries(parsed):
     # Kafka, Spark and GX clients are imported inside tasks, never when a DAG file is parsed.
     assert parsed["heavy_modules"] == []
