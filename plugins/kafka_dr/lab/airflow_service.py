@@ -105,9 +105,9 @@ def service_env(
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             # two continuous flows hold a slot each for an hour; the periodic DAGs need room beside
-            # them, and in an outage their tasks wait out timeouts on the dead cluster: with 8
-            # slots a triggered failover's next task waited 26 s for one. Task processes mostly
-            # wait on the network, so more slots cost memory, not CPU
+            # them, and in an outage their tasks wait out timeouts on the dead cluster while a
+            # triggered failover needs slots at once. Task processes mostly wait on the network,
+            # so more slots cost memory, not CPU
             "AIRFLOW__CORE__PARALLELISM": "24",
             "AIRFLOW__API__HOST": "127.0.0.1",
             "AIRFLOW__API__PORT": str(spec.port),
