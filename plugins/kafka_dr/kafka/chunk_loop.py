@@ -38,18 +38,11 @@ from kafka_dr.kafka.copy_errors import (
 from kafka_dr.kafka.copy_spec import OPEN, OnCommit, RangeResult, RangeSpec, Reseed
 from kafka_dr.kafka.copy_tuning import CopyTuning, read_wait
 from kafka_dr.kafka.gc_pause import gc_paused
-from kafka_dr.kafka.permissions import PermissionDenied
 from kafka_dr.kafka.refusals import Chunk
 from kafka_dr.kafka.target_limits import RESIZES, TargetLimits, size_refusal
 from kafka_dr.kafka.transactions import PartitionProducers, abort_quietly, resume_abort, watched_call
 
 log = logging.getLogger(__name__)
-
-
-def read_refused(flow: FlowConfig, topic: str) -> PermissionDenied:
-    """The source's authorizer refused a fetch of ``topic``."""
-    what = permissions.denied(flow.source, f"read topic {topic!r}", "READ", permissions.topic(topic))
-    return PermissionDenied(f"flow {flow.name}: {what}")
 
 
 class Owner(Protocol):
@@ -238,7 +231,7 @@ class ChunkLoop:
         if err.code() == KafkaError._AUTO_OFFSET_RESET:
             raise BelowLogStart("offset out of range on the source")
         if permissions.is_denied(err):
-            raise read_refused(self.flow, self.spec.topic)
+            raise permissions.in_flow(self.flow.name, permissions.read_refused(self.flow.source, self.spec.topic))
         raise RuntimeError(
             f"flow {self.flow.name}: reading {self.spec.topic}[{self.spec.partition}] at offset {position}: {err.str()}"
         )
@@ -339,14 +332,11 @@ class ChunkLoop:
         if chunk.error is not None:
             aborted = abort_quietly(producer)
             if permissions.is_denied(chunk.error):  # no record's fault: never dead-lettered
-                what = permissions.denied(
-                    flow.target, f"write to topic {spec.target_topic!r}", "WRITE", permissions.topic(spec.target_topic)
-                )
-                raise PermissionDenied(f"flow {flow.name}: {what}")
+                raise permissions.in_flow(flow.name, permissions.write_refused(flow.target, spec.target_topic))
             if chunk.error.code() in PRODUCER_LOST:
                 refusal = permissions.write_refusal(self.owner.limits.admin(), flow.target, [spec.target_topic])
                 if refusal is not None:
-                    raise PermissionDenied(f"flow {flow.name}: {refusal}")
+                    raise permissions.in_flow(flow.name, refusal)
                 raise ProducerLost(
                     f"flow {flow.name}: the producer for {spec.topic}[{spec.partition}] was fenced or failed "
                     f"({chunk.error.str()}); offsets {chunk.first_offset}..{next_offset - 1} rolled back"

@@ -57,8 +57,7 @@ def commit_translations(
             got = committed_with_retry(c, [TopicPartition(t.target_topic, t.partition) for t in translations], 60)
         except KafkaException as e:
             if permissions.is_denied(e):
-                doing = f"read the offsets of group {group!r}"
-                raise permissions.denied(target.name, doing, "DESCRIBE", permissions.group(group)) from None
+                raise permissions.group_offsets_refused(target.name, group) from None
             raise
         current = {(tp.topic, tp.partition): (tp.offset if tp.offset >= 0 else None) for tp in got}
         rows, to_commit = [], []

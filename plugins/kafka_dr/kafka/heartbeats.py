@@ -35,7 +35,7 @@ def emit(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None, now
     if p.flush(30):
         raise RuntimeError(f"heartbeat to {cluster}/{topic} not acknowledged within 30s")
     if refused and permissions.is_denied(refused[0]):
-        raise permissions.denied(cluster, f"write to topic {topic!r}", "WRITE", permissions.topic(topic))
+        raise permissions.write_refused(cluster, topic)
     if refused:
         raise RuntimeError(f"heartbeat to {cluster}/{topic} refused: {refused[0].str()}")
     return hb

@@ -304,11 +304,6 @@ def _timestamp_at(
         consumer.unassign()
 
 
-def group_read_refused(flow: str, cluster: str, group: str) -> permissions.PermissionDenied:
-    what = permissions.denied(cluster, f"read the offsets of group {group!r}", "DESCRIBE", permissions.group(group))
-    return permissions.PermissionDenied(f"flow {flow}: {what}")
-
-
 def read_group_offsets(
     cfg: DrConfig,
     flow: FlowConfig,
@@ -342,7 +337,7 @@ def read_group_offsets(
             got = committed_with_retry(c, tps, timeout)
         except KafkaException as e:
             if permissions.is_denied(e):
-                raise group_read_refused(flow.name, flow.source, group) from None
+                raise permissions.in_flow(flow.name, permissions.group_offsets_refused(flow.source, group)) from None
             raise RuntimeError(
                 f"flow {flow.name}: reading committed offsets of group {group!r} on {flow.source}: {e.args[0].str()}"
             ) from None
@@ -352,7 +347,7 @@ def read_group_offsets(
     for tp in got:
         if tp.error is not None:
             if permissions.is_denied(tp.error):
-                raise group_read_refused(flow.name, flow.source, group)
+                raise permissions.in_flow(flow.name, permissions.group_offsets_refused(flow.source, group))
             raise RuntimeError(f"group {group!r} on {flow.source}/{tp.topic}[{tp.partition}]: {tp.error.str()}")
         if tp.offset >= 0 and skip_synced and core.is_sync_commit(tp.metadata):
             log.info(

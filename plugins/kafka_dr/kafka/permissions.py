@@ -46,6 +46,23 @@ def denied(cluster: str, doing: str, operation: str, resource: str) -> Permissio
     )
 
 
+def in_flow(flow: str, refusal: PermissionDenied) -> PermissionDenied:
+    """``refusal`` as a replication job says it: prefixed with its flow."""
+    return PermissionDenied(f"flow {flow}: {refusal}")
+
+
+def read_refused(cluster: str, name: str) -> PermissionDenied:
+    return denied(cluster, f"read topic {name!r}", "READ", topic(name))
+
+
+def write_refused(cluster: str, name: str) -> PermissionDenied:
+    return denied(cluster, f"write to topic {name!r}", "WRITE", topic(name))
+
+
+def group_offsets_refused(cluster: str, name: str) -> PermissionDenied:
+    return denied(cluster, f"read the offsets of group {name!r}", "DESCRIBE", group(name))
+
+
 def topic(name: str) -> str:
     return f"topic {name!r}"
 
@@ -77,7 +94,7 @@ def write_refusal(admin, cluster: str, topics) -> PermissionDenied | None:
         for name in names:
             ops = futs[name].result(timeout=15).authorized_operations
             if ops is not None and AclOperation.WRITE not in ops:
-                return denied(cluster, f"write to topic {name!r}", "WRITE", topic(name))
+                return write_refused(cluster, name)
     except (KafkaException, TimeoutError, KeyError):
         return None
     return None

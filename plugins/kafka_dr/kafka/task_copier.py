@@ -28,7 +28,6 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.progress import ProgressLost, encode_metadata, resume_offset
 from kafka_dr.kafka import permissions
-from kafka_dr.kafka.chunk_loop import read_refused
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_errors import PRODUCER_LOST, TARGET_UNAVAILABLE, ProducerLost, producer_lost, target_missing
@@ -36,7 +35,6 @@ from kafka_dr.kafka.copy_spec import OnCommit, RangeResult, RangeSpec
 from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning, read_wait
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import read_progress
-from kafka_dr.kafka.permissions import PermissionDenied
 from kafka_dr.kafka.target_limits import TargetLimits, size_refusal
 from kafka_dr.kafka.transactions import (
     Reports,
@@ -367,7 +365,7 @@ class TaskCopier:
                     if err.code() == KafkaError._AUTO_OFFSET_RESET and key in parts:
                         raise _HandOff("offset out of range on the source", reset=key)
                     if permissions.is_denied(err):
-                        raise read_refused(self.flow, key[0])
+                        raise permissions.in_flow(self.flow.name, permissions.read_refused(self.flow.source, key[0]))
                     raise RuntimeError(f"flow {self.flow.name}: reading {key[0]}[{key[1]}]: {err.str()}")
                 topic, partition, off = msg.topic(), msg.partition(), msg.offset()
                 p = parts[(topic, partition)]
@@ -434,7 +432,7 @@ class TaskCopier:
                 topics = [p.spec.target_topic for p in touched]
                 refusal = permissions.write_refusal(self.limits.admin(), self.flow.target, topics)
                 if refusal is not None:
-                    raise PermissionDenied(f"flow {self.flow.name}: {refusal}")
+                    raise permissions.in_flow(self.flow.name, refusal)
                 raise ProducerLost(
                     f"flow {self.flow.name}: the task's producer was fenced or failed ({err.str()}); {span} rolled back"
                 )
