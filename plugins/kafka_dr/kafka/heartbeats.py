@@ -13,6 +13,7 @@ from kafka_dr.core.provenance import origin_cluster
 from kafka_dr.kafka import clients, permissions
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.watermarks import watermarks
 
 #: How many of the newest records of a heartbeat topic partition are read to judge a flow.
 TAIL = 2000
@@ -49,7 +50,7 @@ def read_tail(
         return []
     out: list[tuple[str | None, Heartbeat]] = []
     for p in md.partitions:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+        low, high = watermarks(consumer, TopicPartition(topic, p), timeout)
         if high <= low:
             continue
         consumer.assign([TopicPartition(topic, p, max(low, high - tail))])

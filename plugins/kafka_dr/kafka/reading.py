@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
+from kafka_dr.kafka.watermarks import watermarks
+
 
 @dataclass(frozen=True)
 class Record:
@@ -30,7 +32,7 @@ def read_partitions(consumer: Consumer, topic: str, partitions: list[int], timeo
     ends: dict[int, int] = {}
     starts: list[TopicPartition] = []
     for p in partitions:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
+        low, high = watermarks(consumer, TopicPartition(topic, p), timeout)
         if high > low:
             ends[p] = high
             starts.append(TopicPartition(topic, p, low))

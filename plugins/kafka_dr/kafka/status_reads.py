@@ -22,6 +22,7 @@ from kafka_dr.core.heartbeat import FlowLatency
 from kafka_dr.core.status import ClusterHealth
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.watermarks import watermarks
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ def read_json_tail(
         if md is None or md.error is not None:
             return []
         for p in md.partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=max(0.5, deadline - time.monotonic()))
+            low, high = watermarks(c, TopicPartition(topic, p), max(0.5, deadline - time.monotonic()))
             if high <= low:
                 continue
             c.assign([TopicPartition(topic, p, max(low, high - tail))])

@@ -38,6 +38,7 @@ from kafka_dr.core.inputs import failback_problems, require_valid
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.state_store import reachable, read_state, write_state
+from kafka_dr.kafka.watermarks import watermarks
 from kafka_dr.workflows.failback_copy import copy_until_caught_up
 from kafka_dr.workflows.failback_flows import FailbackRun
 from kafka_dr.workflows.failback_gate import gate
@@ -92,7 +93,7 @@ def _records_held(run: FailbackRun, cluster: str, flow: FlowConfig) -> int:
         for t, meta in md.items():
             if meta.error is None and flow.topics.selects(t) and not cfg.names.is_internal(t):
                 for p in meta.partitions:
-                    low, high = c.get_watermark_offsets(TopicPartition(t, p), timeout=15)
+                    low, high = watermarks(c, TopicPartition(t, p), 15)
                     total += max(0, high - low)
         return total
     finally:
