@@ -73,6 +73,11 @@ def last_line(proc) -> str:
             "--topics '[' is not a regular expression: unterminated character set at position 0",
         ),
         (
+            ["drain", "--config", "{cfg}", "--recovered", "east", "--survivor", "east", "--timeout", "0"],
+            "kafka-dr drain: the recovered and the surviving cluster are both 'east'; "
+            "--timeout 0 is not a positive number of seconds",
+        ),
+        (
             ["failover", "--config", "{cfg}", "--from", "eest", "--to", "west"],
             "kafka-dr failover: unknown failed cluster 'eest' (known: east, west)",
         ),

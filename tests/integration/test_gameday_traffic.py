@@ -55,9 +55,17 @@ def test_traffic_and_readers_prove_each_cluster_and_a_moving_group(lab_config):
             _rewind(clusters["east"], group, keyed, names.partitions(keyed))
             back = readers.move(group, clusters["east"])
             assert readers.first_read(group, timeout=20), "the east group read nothing on east again"
+            stopped = traffic.redirect("west", None)  # the operator stops west's producers
+            assert traffic.where("west") is None
+            time.sleep(1.5)
+            resumed = time.time()  # a thread writes again once it switched, before the others did
+            traffic.redirect("west", clusters["west"])
             time.sleep(1)
         finally:
             view = traffic.stop()
+        every = [p for fates in (view.acked, view.aborted, view.uncertain) for p in fates.values()]
+        during = [p.gd_id for p in every if p.app == "west" and stopped < p.produced_at < resumed]
+        assert not during, f"west's app wrote while stopped: {during[:5]}"
         for app in clusters:
             own = [p.gd_id for p in view.acked.values() if p.cluster == app and p.topic != compacted]
             assert not readers.wait_read(names.group(app), own, timeout=30), f"group of {app} did not read all"

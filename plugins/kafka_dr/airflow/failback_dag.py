@@ -159,3 +159,52 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
         c >> cp >> gt >> g >> r
         summarize(c, cp, gt, g, r)
     return dag
+
+
+def build_drain_dag(cfg: DrConfig) -> DAG:
+    """``dr_drain``: the failback's last step, triggered once the producers on the survivor are
+    stopped; green means every record the survivor held is on the recovered cluster, so the
+    producers may start there (:mod:`kafka_dr.workflows.drain`)."""
+    alerts = failure_callbacks(cfg.alerts)
+    params = {
+        "recovered_cluster": cluster_param(cfg, 0, "Recovered cluster", "The cluster the producers move back to."),
+        "surviving_cluster": cluster_param(
+            cfg, 1, "Surviving cluster", "The cluster whose producers you stopped; its records are copied over."
+        ),
+        "timeout_seconds": Param(
+            600,
+            type="integer",
+            minimum=1,
+            maximum=3000,
+            title="Timeout (seconds)",
+            description="How long to wait for the survivor's records to arrive.",
+        ),
+    }
+    with kafka_dr_dag(
+        "dr_drain",
+        "After a failback, with the survivor's producers stopped: wait until all it holds is on the recovered cluster",
+        None,
+        build_drain_dag.__doc__,
+        tags=("failback",),
+        params=params,
+        render_template_as_native_obj=True,
+        default_args={"execution_timeout": timedelta(hours=1)},
+    ) as dag:
+
+        @task(task_id="drain", retries=1, on_failure_callback=alerts)
+        def drain_task(**context) -> dict:
+            from kafka_dr.airflow.notifier import announce
+            from kafka_dr.airflow.secret_resolver import airflow_resolver
+            from kafka_dr.workflows.drain import drain, format_summary
+            from kafka_dr.workflows.failback_flows import FailbackRun
+
+            p = context["params"]
+            run = FailbackRun(
+                cfg, p["recovered_cluster"], p["surviving_cluster"], "resync", dry_run=False, resolve=airflow_resolver()
+            )
+            summary = drain(run, float(p["timeout_seconds"]))
+            subject = f"[kafka-dr] drained {run.survivor} -> {run.recovered}"
+            return announce(cfg.alerts, "drain", subject, format_summary(summary), summary)
+
+        drain_task()
+    return dag

@@ -20,12 +20,11 @@ from pathlib import Path
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from kafka_dr.core.status import SYNC_DAGS
+from kafka_dr.core.status import OPERATION_DAGS, SYNC_DAGS
 
 log = logging.getLogger(__name__)
 
 URL_PREFIX = "/dr-status"
-OPERATION_DAGS = ("dr_failover", "dr_failback")
 
 
 async def _logged_in(request: Request) -> bool:
@@ -85,7 +84,7 @@ def recent_operations(limit: int = 5) -> list[dict]:
                 select(XComModel).where(
                     XComModel.dag_id == run.dag_id,
                     XComModel.run_id == run.run_id,
-                    XComModel.task_id == "summary",
+                    XComModel.task_id == OPERATION_DAGS[run.dag_id],
                     XComModel.key == "return_value",
                 )
             ).first()

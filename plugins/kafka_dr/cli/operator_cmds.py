@@ -1,4 +1,4 @@
-"""``kafka-dr failover`` and ``kafka-dr failback``: the CLI twins of the operator DAGs.
+"""``kafka-dr failover``, ``kafka-dr failback`` and ``kafka-dr drain``: the CLI twins of the operator DAGs.
 
 The config is ``--config``, ``$KAFKA_DR_CONFIG`` or the lab's. Every input is checked before
 the first step changes anything. The summary is text for a person; ``--json`` prints it as
@@ -47,6 +47,17 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     fb.add_argument("--force", action="store_true", help="even if not recorded as failed, or (reseed) not empty")
     fb.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     fb.set_defaults(handler=failback)
+    dr = sub.add_parser(
+        "drain",
+        parents=[common],
+        help="after a failback, with the producers stopped on the survivor: wait until all it holds is on the "
+        "recovered cluster (the dr_drain DAG)",
+    )
+    dr.add_argument("--recovered", required=True, help="the cluster the producers move back to")
+    dr.add_argument("--survivor", required=True, help="the cluster whose producers are stopped")
+    dr.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
+    dr.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
+    dr.set_defaults(handler=drain)
 
 
 def _config(path: Path | None):
@@ -91,4 +102,17 @@ def failback(a: argparse.Namespace) -> int:
         until_ms=a.until_ms,
     )
     _print(run_failback(run), format_summary, a.json)
+    return 0
+
+
+def drain(a: argparse.Namespace) -> int:
+    from kafka_dr.core.inputs import drain_problems, require_valid
+    from kafka_dr.workflows.drain import drain as run_drain
+    from kafka_dr.workflows.drain import format_summary
+    from kafka_dr.workflows.failback_flows import FailbackRun
+
+    cfg = _config(a.config)
+    require_valid(drain_problems(cfg, a.recovered, a.survivor, a.timeout))
+    run = FailbackRun(cfg, a.recovered, a.survivor, "resync", dry_run=False)
+    _print(run_drain(run, a.timeout), format_summary, a.json)
     return 0

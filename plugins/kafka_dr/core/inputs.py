@@ -57,6 +57,14 @@ def failback_problems(
     return problems
 
 
+def drain_problems(cfg: DrConfig, recovered: str, survivor: str, timeout: float) -> list[str]:
+    pair = cluster_pair_problem(list(cfg.clusters), ("recovered", recovered), ("surviving", survivor))
+    problems = [pair] if pair else []
+    if not timeout > 0:
+        problems.append(f"--timeout {timeout:g} is not a positive number of seconds")
+    return problems
+
+
 def flow_problems(cfg: DrConfig, names: list[str] | None, source: str | None = None) -> list[str]:
     """Flows named that the config does not have (``source``: the config file, for the message)."""
     known = [f.name for f in cfg.flows]

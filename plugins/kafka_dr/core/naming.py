@@ -195,4 +195,5 @@ READERS = (
     "dq-reader",
     "sync-state-reader",
     "parity-reader",
+    "drain-reader",
 )

@@ -117,7 +117,8 @@ class Deployment:
         dag-processor has parsed them all (the flows' DAGs and the operator DAGs listed, and
         no new one for a while)."""
         assert self.api is not None and self.cfg is not None
-        wanted = {f"dr_replicate_{f.name}" for f in self.cfg.flows} | {"dr_failover", "dr_failback", "dr_heartbeat"}
+        operator = {"dr_failover", "dr_failback", "dr_drain", "dr_heartbeat"}
+        wanted = {f"dr_replicate_{f.name}" for f in self.cfg.flows} | operator
         deadline = time.monotonic() + timeout
         ids: list[str] = []
         while time.monotonic() < deadline:

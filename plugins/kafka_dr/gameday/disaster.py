@@ -1,6 +1,7 @@
 """The game day's disaster: east stops entirely; the operator fails over to west through
 Airflow's REST API, moves the apps (producers and consumers) to west; east comes back; the
-operator fails back (resync) the same way and moves the apps home.
+operator fails back (resync) the same way, stops the app's producers on west, drains
+(``dr_drain``: everything west holds reaches east) and moves the app home.
 
 Every figure the verdict needs is kept: when each step happened, the failover's and the
 failback's summaries (their RPO and re-read reports), what west held the moment the failover
@@ -12,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from kafka_dr.core.status import OPERATION_DAGS
 from kafka_dr.gameday.deploy import EAST, WEST, Deployment
 from kafka_dr.gameday.faults import BROKER_START_TIMEOUT_S
 from kafka_dr.gameday.model import NAMES, Move, Stored
@@ -38,12 +40,16 @@ class DisasterLog:
     failback_done_at: float = 0.0
     failback_state: str = ""
     failback_summary: dict = field(default_factory=dict)
+    drain_triggered_at: float = 0.0
+    drain_done_at: float = 0.0
+    drain_state: str = ""
+    drain_summary: dict = field(default_factory=dict)
     moves_home: list[Move] = field(default_factory=list)
 
 
 def _summary(d: Deployment, dag_id: str, run_id: str) -> dict:
     try:
-        value = d.api.xcom(dag_id, run_id, "summary")
+        value = d.api.xcom(dag_id, run_id, OPERATION_DAGS[dag_id])
     except Exception as e:  # noqa: BLE001 - the verdict reports a missing summary
         return {"error": str(e)}
     return value if isinstance(value, dict) else {"value": value}
@@ -98,6 +104,11 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, say=print) -
         d, "dr_failback", conf
     )
     say(f"disaster: dr_failback {log.failback_state} after {log.failback_done_at - log.failback_triggered_at:.0f}s")
+    traffic.redirect(EAST, None)
+    say("disaster: east's app stopped on west; dr_drain east <- west triggered through the REST API")
+    pair = {"recovered_cluster": EAST, "surviving_cluster": WEST}
+    log.drain_triggered_at, log.drain_done_at, log.drain_state, log.drain_summary = _operator_run(d, "dr_drain", pair)
+    say(f"disaster: dr_drain {log.drain_state} after {log.drain_done_at - log.drain_triggered_at:.0f}s")
     traffic.redirect(EAST, east)
     log.moves_home.append(readers.move(NAMES.group(EAST), east))
     readers.first_read(NAMES.group(EAST), timeout=300)

@@ -42,7 +42,8 @@ def describe(e: Exception) -> str:
 
 
 class Route:
-    """Where an app writes now; a version per redirect, so its threads notice a change."""
+    """Where an app writes now (``None``: nowhere, its producers are stopped); a version per
+    redirect, so its threads notice a change."""
 
     def __init__(self, cluster) -> None:
         self._cond = threading.Condition()
@@ -91,6 +92,9 @@ class AppThread(threading.Thread):
                 self.retire()
                 self.cluster, self.version = cluster, version
                 self.route.taken(self.name, version)
+            if self.cluster is None:  # stopped by the operator: writes nowhere until moved
+                self.stopping.wait(self.settings.tick_s)
+                continue
             try:
                 if self.producer is None:
                     self.producer = self.open()

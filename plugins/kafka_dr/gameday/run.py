@@ -227,7 +227,11 @@ def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sa
     if disaster is not None:
         failures += [
             f"{n} ended {s}"
-            for n, s in (("dr_failover", disaster.failover_state), ("dr_failback", disaster.failback_state))
+            for n, s in (
+                ("dr_failover", disaster.failover_state),
+                ("dr_failback", disaster.failback_state),
+                ("dr_drain", disaster.drain_state),
+            )
             if s != "success"
         ]
     print(table(rows))

@@ -86,20 +86,23 @@ class Traffic:
                 t.start()
         return self
 
-    def where(self, app: str) -> str:
-        """The cluster ``app`` writes to now."""
-        return self.routes[app].get()[0].name
+    def where(self, app: str) -> str | None:
+        """The cluster ``app`` writes to now (``None``: stopped)."""
+        cluster = self.routes[app].get()[0]
+        return None if cluster is None else cluster.name
 
     def redirect(self, app: str, cluster_cfg, timeout: float = 60.0) -> float:
-        """From now on ``app`` writes to ``cluster_cfg``. Returns when both its producers
-        have switched (the old ones retired); the time of the switch (epoch seconds)."""
+        """From now on ``app`` writes to ``cluster_cfg`` (``None``: stops writing, as an operator
+        stops producers). Returns when both its producers have switched (the old ones retired,
+        every record they held acknowledged or failed); the time of the switch (epoch seconds)."""
         if app not in self.routes:
             raise ValueError(f"game-day traffic: unknown app {app!r} (known: {', '.join(self.routes)})")
         version = self.routes[app].set(cluster_cfg)
         names = [t.name for t in self.threads[app]]
         if not self.routes[app].wait_taken(names, version, timeout):
             raise TimeoutError(
-                f"game-day traffic: app {app} did not switch to {cluster_cfg.name} within {timeout:.0f}s"
+                f"game-day traffic: app {app} did not switch to {getattr(cluster_cfg, 'name', 'nowhere')} "
+                f"within {timeout:.0f}s"
             )
         return time.time()
 

@@ -147,6 +147,8 @@ def disaster_figures(d: DisasterLog | None, rpo: Check | None) -> dict:
         "failover_seconds": round(d.failover_done_at - d.failover_triggered_at, 1),
         "failback_state": d.failback_state,
         "failback_seconds": round(d.failback_done_at - d.failback_triggered_at, 1),
+        "drain_state": d.drain_state,
+        "drain_seconds": round(d.drain_done_at - d.drain_triggered_at, 1),
         "rto_seconds": None if d.rto_s is None else round(d.rto_s, 1),
         "rpo_reported_records_at_least": d.failover_summary.get("missing_records_at_least"),
         "rpo_observed_records": None if rpo is None else rpo.counts.get("missing"),

@@ -81,7 +81,7 @@ def test_a_dag_that_only_runs_when_triggered_is_never_paused(parsed):
     # A failover triggered through the REST API (a runbook, an incident bot) must run, not sit
     # queued behind a pause nobody sees; scheduled DAGs follow Airflow's own setting.
     manual = {d for d, dag in parsed["dags"].items() if dag["schedule"] == "NullTimetable"}
-    assert {"dr_failover", "dr_failback", "dr_preflight"} <= manual
+    assert {"dr_failover", "dr_failback", "dr_drain", "dr_preflight"} <= manual
     assert {d: parsed["dags"][d]["paused_upon_creation"] for d in manual} == dict.fromkeys(manual, False)
 
 
