@@ -47,9 +47,11 @@ def count_tails(
     resolve: SecretResolver | None = None,
     cap: int | None = None,
     keys: list[tuple[str, int]] | None = None,
+    ends: dict[tuple[str, int], int] | None = None,
 ) -> dict[tuple[str, int], SourceTail]:
     """Per source partition: the flow's progress, the source's end (last stable offset) and the
-    records the flow copies in between (``cap``: read at most that many offsets)."""
+    records the flow copies in between (``cap``: read at most that many offsets; ``ends``:
+    count up to these offsets instead of the end now)."""
     router = router_for(cfg, flow)
     keys = selected_source_partitions(cfg, flow, s_admin) if keys is None else keys
     if not keys:
@@ -59,11 +61,19 @@ def count_tails(
     spans = {}
     for t, p in keys:
         low, end = ranges[(t, p)]
+        end = end if ends is None else ends[(t, p)]
         start = max(low, progress.get((router.target_topic(t), p), {}).get("next_offset", low))
         spans[(t, p)] = (start, end if cap is None else min(end, start + cap))
     counts = count_copied(s_consumer, flow.source, router.transform(), spans)
     now = int(time.time() * 1000)
     return {k: SourceTail(spans[k][0], max(spans[k]), counts[k][0], now) for k in keys}
+
+
+def source_readers(cfg: DrConfig, flow: FlowConfig, purpose: str, resolve: SecretResolver | None = None):
+    """An admin client and a reader (``purpose``: one of ``naming.READERS``) on ``flow``'s source,
+    for :func:`count_tails`; close the reader when done."""
+    src = cfg.cluster(flow.source)
+    return clients.admin(src, resolve), clients.consumer(src, cfg.names.reader_group(purpose), resolve, **FAST_EOF)
 
 
 def record_source_tails(
@@ -80,9 +90,7 @@ def count_now(
     cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None
 ) -> dict[tuple[str, int], SourceTail]:
     """Every tail of ``flow``, counted in full on its source (which must answer)."""
-    src = cfg.cluster(flow.source)
-    admin = clients.admin(src, resolve)
-    c = clients.consumer(src, cfg.names.reader_group("failover-reader"), resolve, **FAST_EOF)
+    admin, c = source_readers(cfg, flow, "failover-reader", resolve)
     try:
         return count_tails(cfg, flow, admin, c, resolve)
     finally:

@@ -19,18 +19,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import TopicPartition
-
 from kafka_dr.core.config import FlowConfig
 from kafka_dr.core.failback import FailbackRefused
 from kafka_dr.core.failover import cluster_pair_problem
-from kafka_dr.core.loop import router_for
-from kafka_dr.kafka import clients
 from kafka_dr.kafka.planner import FlowPlanner
-from kafka_dr.kafka.progress_store import read_committed_progress
-from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
+from kafka_dr.kafka.source_tails import count_tails, source_readers
 from kafka_dr.kafka.state_store import reachable, read_state
-from kafka_dr.kafka.topics import partition_ranges
 from kafka_dr.workflows.failback_copy import copy_round
 from kafka_dr.workflows.failback_flows import FailbackRun
 
@@ -84,29 +78,12 @@ def plan(run: FailbackRun) -> list[DrainPlan]:
     return out
 
 
-def behind(run: FailbackRun, p: DrainPlan) -> Ends:
+def behind(run: FailbackRun, p: DrainPlan, admin, reader) -> Ends:
     """Per partition, the records up to ``p.ends`` that the flow copies (its loop policy; not
     transaction markers, aborted or filtered records) and has not committed on the recovered
-    cluster yet."""
-    cfg, flow = run.cfg, p.flow
-    router = router_for(cfg, flow)
-    done = read_committed_progress(cfg, flow, [(router.target_topic(t), q) for t, q in p.ends], run.resolve)
-    spans = {}
-    for (t, q), end in p.ends.items():
-        at = done.get((router.target_topic(t), q), {}).get("next_offset", 0)
-        if end > at:
-            spans[(t, q)] = (at, end)
-    if not spans:
-        return {}
-    src = cfg.cluster(flow.source)
-    c = clients.consumer(src, cfg.names.reader_group("drain-reader"), run.resolve, **FAST_EOF)
-    try:
-        low = partition_ranges(clients.admin(src, run.resolve), [TopicPartition(t, q) for t, q in spans], flow.source)
-        spans = {k: (max(s, low[k][0]), e) for k, (s, e) in spans.items()}
-        counts = count_copied(c, flow.source, router.transform(), spans)
-    finally:
-        c.close()
-    return {k: n for k, (n, _) in counts.items() if n}
+    cluster yet; ``admin`` and ``reader`` are on the flow's source (:func:`source_readers`)."""
+    tails = count_tails(run.cfg, p.flow, admin, reader, run.resolve, keys=list(p.ends), ends=p.ends)
+    return {k: tail.records for k, tail in tails.items() if tail.records}
 
 
 def drain(run: FailbackRun, timeout: float = DEFAULT_TIMEOUT_SECONDS, poll: float = POLL_SECONDS) -> dict:
@@ -116,18 +93,23 @@ def drain(run: FailbackRun, timeout: float = DEFAULT_TIMEOUT_SECONDS, poll: floa
     plans = plan(run)
     deadline = began + timeout
     copied, at_start = 0, None
-    while True:
-        left = {p.flow.name: behind(run, p) for p in plans}
-        if at_start is None:
-            at_start = sum(n for ends in left.values() for n in ends.values())
-        if not any(left.values()):
-            break
-        if time.monotonic() >= deadline:
-            raise DrainTimedOut(_timed_out(run, left, timeout))
-        for p in plans:
-            if p.copies_itself and left[p.flow.name]:
-                copied += copy_round(run.cfg, p.flow, run.resolve)["written"]
-        time.sleep(poll)
+    readers = {p.flow.name: source_readers(run.cfg, p.flow, "drain-reader", run.resolve) for p in plans}
+    try:
+        while True:
+            left = {p.flow.name: behind(run, p, *readers[p.flow.name]) for p in plans}
+            if at_start is None:
+                at_start = sum(n for ends in left.values() for n in ends.values())
+            if not any(left.values()):
+                break
+            if time.monotonic() >= deadline:
+                raise DrainTimedOut(_timed_out(run, left, timeout))
+            for p in plans:
+                if p.copies_itself and left[p.flow.name]:
+                    copied += copy_round(run.cfg, p.flow, run.resolve)["written"]
+            time.sleep(poll)
+    finally:
+        for _, reader in readers.values():
+            reader.close()
     return {
         "recovered": run.recovered,
         "survivor": run.survivor,
