@@ -31,10 +31,10 @@ from kafka_dr.core.dr_state import DrState
 from kafka_dr.core.heartbeat import FlowLatency
 from kafka_dr.core.selection import empty_selection, selected_data_topics
 
-#: The periodic DAGs whose last run the page shows, with the words it uses for them.
-#: the operator DAGs (triggered), each with the task whose XCom holds the run's summary
+#: The operator DAGs (triggered), each with the task whose XCom holds the run's summary.
 OPERATION_DAGS = {"dr_failover": "summary", "dr_failback": "summary", "dr_drain": "drain"}
 
+#: The periodic DAGs whose last run the page shows, with the words it uses for them.
 SYNC_DAGS = {
     "dr_topic_config_sync": "Topic-config sync",
     "dr_acl_sync": "ACL sync",

@@ -117,8 +117,8 @@ class Deployment:
         dag-processor has parsed them all (the flows' DAGs and the operator DAGs listed, and
         no new one for a while)."""
         assert self.api is not None and self.cfg is not None
-        operator = {"dr_failover", "dr_failback", "dr_drain", "dr_heartbeat"}
-        wanted = {f"dr_replicate_{f.name}" for f in self.cfg.flows} | operator
+        named = {"dr_failover", "dr_failback", "dr_drain", "dr_heartbeat"}
+        wanted = {f"dr_replicate_{f.name}" for f in self.cfg.flows} | named
         deadline = time.monotonic() + timeout
         ids: list[str] = []
         while time.monotonic() < deadline:
