@@ -44,6 +44,25 @@ os.environ.update(
 )
 
 
+#: Longer trials of faults the short game day (tests/e2e/test_gameday.py) injects too, with the
+#: same proof: the whole suite (``make test``) leaves them out; ``pytest -m drill``, or naming
+#: their files, runs them.
+DRILL = "drill"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", f"{DRILL}: a longer trial of a fault the short game day also injects")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("markexpr") or config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return  # a marker expression, or the files or tests named, choose for themselves
+    drills = [item for item in items if item.get_closest_marker(DRILL)]
+    if drills:
+        config.hook.pytest_deselected(items=drills)
+        items[:] = [item for item in items if not item.get_closest_marker(DRILL)]
+
+
 @pytest.fixture(scope="session")
 def lab():
     """The running two-cluster lab (east, west). Started once, wiped at the end."""

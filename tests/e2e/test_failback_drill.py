@@ -114,6 +114,7 @@ def normal_flows_without_loops(path, cfg, spark, topic: str) -> None:
     assert_same_records(cfg, topic)
 
 
+@pytest.mark.drill
 def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, tmp_path, topic_name):
     from kafka_dr.core.failback import FailbackRefused
 

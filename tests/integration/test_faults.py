@@ -31,7 +31,7 @@ def _exact(config_path, topic: str, result) -> None:
     assert check_replica("west", read_topic(west, topic), sent, source_topic=topic) == {"east": len(sent)}
 
 
-@pytest.mark.parametrize("which", ["target", "source"])
+@pytest.mark.parametrize("which", [pytest.param("target", marks=pytest.mark.drill), "source"])
 def test_broker_stopped_and_restarted_mid_run(lab, tmp_path, which):
     drill = Drill(lab, tmp_path)
     try:
@@ -64,6 +64,7 @@ def proxied_lab():
         lab.down(wipe=True)
 
 
+@pytest.mark.drill
 def test_network_to_the_target_cut_and_restored(proxied_lab, tmp_path):
     lab, proxy = proxied_lab
     drill = Drill(lab, tmp_path, proxy=proxy)
@@ -87,6 +88,7 @@ def test_proxy_cut_refuses_connections_until_restored(proxied_lab):
     assert clients.cluster_id(west, timeout=10)
 
 
+@pytest.mark.drill
 def test_soak_at_steady_load(lab, tmp_path):
     """``KAFKA_DR_SOAK_SECONDS`` (default 30 in CI; 600 for the documented figures)."""
     seconds = float(os.environ.get("KAFKA_DR_SOAK_SECONDS", "30"))

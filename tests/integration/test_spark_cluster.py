@@ -51,6 +51,7 @@ def executors_with_python(cluster) -> list[int]:
     return [jvm for jvm in jvms if any(ppid == jvm and "pyspark.daemon" in args for _, ppid, args in procs)]
 
 
+@pytest.mark.drill
 def test_a_lost_executor_loses_and_duplicates_nothing(lab, lab_config, spark_cluster, tmp_path, topic_name):
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     for c in (east, west):

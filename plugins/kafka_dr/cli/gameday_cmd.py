@@ -14,7 +14,11 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         help="deploy 3-broker clusters, Spark and Airflow on a lab of their own, inject faults, prove nothing was lost",
     )
     p.add_argument("--minutes", type=float, default=30.0, help="length of the fault script (default 30)")
-    p.add_argument("--short", action="store_true", help="each fault kind once, then the disaster (~20 min on 2 cores)")
+    p.add_argument(
+        "--short",
+        action="store_true",
+        help="each fault kind once, then the disaster, every phase shortened (the test suite's game day)",
+    )
     p.add_argument("--brokers", type=int, default=3, help="brokers per cluster (default 3)")
     p.add_argument("--spark-workers", type=int, default=2, help="Spark workers (default 2)")
     p.add_argument("--dir", type=Path, default=Path(".gameday"), help="the game day's folder (default ./.gameday)")
@@ -30,7 +34,7 @@ def _interrupted(_signum, _frame) -> None:
 def run(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import InvalidInput
     from kafka_dr.gameday.run import run_gameday
-    from kafka_dr.gameday.script import minimum_minutes, script, short_script
+    from kafka_dr.gameday.script import FULL, SHORT, minimum_minutes, script, short_script
 
     problems = []
     if not 1 <= a.brokers <= 5:
@@ -45,4 +49,5 @@ def run(a: argparse.Namespace) -> int:
         raise InvalidInput(problems)
     steps = short_script() if a.short else script(a.minutes)
     signal.signal(signal.SIGTERM, _interrupted)
-    return run_gameday(a.dir, a.minutes, a.brokers, a.spark_workers, a.base_port, steps)
+    pace = SHORT if a.short else FULL
+    return run_gameday(a.dir, a.minutes, a.brokers, a.spark_workers, a.base_port, steps, pace)

@@ -63,6 +63,7 @@ class Deployment:
     spark_workers: int = 2
     ports: Ports = field(default_factory=lambda: Ports(24092))
     say: object = print
+    latency_window_s: int = 120
 
     def __post_init__(self) -> None:
         self.folder = Path(self.folder).resolve()
@@ -92,7 +93,13 @@ class Deployment:
         )
         point_lab_config(lab_config, layout.master_url)
         self.webhook, self.smtp = WebhookReceiver(), SmtpReceiver()
-        doc = game_config(yaml.safe_load(lab_config.read_text()), self.webhook.url, self.smtp.port, GROUPS_REGEX)
+        doc = game_config(
+            yaml.safe_load(lab_config.read_text()),
+            self.webhook.url,
+            self.smtp.port,
+            GROUPS_REGEX,
+            self.latency_window_s,
+        )
         self.config_file.write_text(yaml.safe_dump(doc, sort_keys=False))
         self.cfg = load_config(self.config_file)
         self.say(f"airflow: api-server, scheduler, dag-processor, triggerer on PostgreSQL (port {self.ports.airflow})")

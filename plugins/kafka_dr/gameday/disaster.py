@@ -22,7 +22,6 @@ from kafka_dr.gameday.readers import Readers
 from kafka_dr.gameday.traffic import Traffic
 
 RUN_TIMEOUT_S = 900.0
-ON_WEST_S = 60.0
 
 
 @dataclass
@@ -63,7 +62,7 @@ def _operator_run(d: Deployment, dag_id: str, conf: dict) -> tuple[float, float,
     return triggered, time.time(), run["state"], _summary(d, dag_id, run_id)
 
 
-def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, say=print) -> DisasterLog:
+def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, on_west_s: float, say=print) -> DisasterLog:
     log = DisasterLog()
     groups = NAMES.group(EAST)  # the group of the app that moves; west's own group stays
     east, west = d.cfg.cluster(EAST), d.cfg.cluster(WEST)
@@ -87,7 +86,7 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, say=print) -
     # east-origin records cannot reach west any more (east is down, its flows stopped): what
     # west holds of them now is what it held at the failover
     log.west_at_failover = read_cluster(west, NAMES)
-    time.sleep(ON_WEST_S)
+    time.sleep(on_west_s)
 
     say("disaster: east started again")
     d.lab.start(EAST, BROKER_START_TIMEOUT_S)

@@ -9,7 +9,6 @@ from typing import Any
 #: The periodic DAGs run every minute or two: a game day of minutes must see them act.
 #: Heartbeats and the supervisor every minute: they detect a cut and restart a dead flow.
 #: Data quality every ten: a Spark job over everything retained, the heaviest load on 2 cores.
-LATENCY_WINDOW_S = 120
 SCHEDULES = {
     "heartbeat": "* * * * *",
     "cluster_health": "*/2 * * * *",
@@ -21,7 +20,9 @@ SCHEDULES = {
 }
 
 
-def game_config(lab_doc: dict[str, Any], webhook_url: str, smtp_port: int, groups_regex: str) -> dict[str, Any]:
+def game_config(
+    lab_doc: dict[str, Any], webhook_url: str, smtp_port: int, groups_regex: str, latency_window_s: int = 120
+) -> dict[str, Any]:
     """``lab_doc``: the lab's config as plain data (its YAML loaded). Returns a new document."""
     doc = copy.deepcopy(lab_doc)
     doc["schedules"] = {**doc.get("schedules", {}), **SCHEDULES}
@@ -30,9 +31,9 @@ def game_config(lab_doc: dict[str, Any], webhook_url: str, smtp_port: int, group
         "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp_port, "to": "oncall@gameday.invalid"},
     }
     doc["consumer_groups"] = {"allow": [groups_regex]}
-    # data quality judges the latency of the last two minutes of copies: the run at the end
-    # comes after every fault, whose own lateness the fault table reports
-    doc["thresholds"] = {**doc.get("thresholds", {}), "latency_window_seconds": LATENCY_WINDOW_S}
+    # data quality judges the latency of the last copies only: the run at the end comes after
+    # every fault, whose own lateness the fault table reports
+    doc["thresholds"] = {**doc.get("thresholds", {}), "latency_window_seconds": latency_window_s}
     for flow in doc.get("flows", []):
         flow.setdefault("mode", "continuous")
     return doc

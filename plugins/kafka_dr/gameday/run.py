@@ -15,13 +15,12 @@ from pathlib import Path
 from kafka_dr.gameday import faults, processes
 from kafka_dr.gameday.deploy import EAST, WEST, Deployment, Ports
 from kafka_dr.gameday.disaster import DisasterLog, run_disaster
-from kafka_dr.gameday.game_config import LATENCY_WINDOW_S
 from kafka_dr.gameday.memory import MemorySampler
 from kafka_dr.gameday.model import NAMES
 from kafka_dr.gameday.proof import flowing_again, read_cluster
 from kafka_dr.gameday.readers import Readers
 from kafka_dr.gameday.report import json_line, table
-from kafka_dr.gameday.script import DISASTER, Step, script
+from kafka_dr.gameday.script import DISASTER, FULL, Pace, Step, script
 from kafka_dr.gameday.traffic import Traffic, TrafficSettings, ensure_topics
 from kafka_dr.gameday.verdict import (
     alerts_from,
@@ -85,24 +84,37 @@ def _until(t: float) -> None:
 
 
 def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
-    """As an operator starts a game day only on a deployment that is ready for failover: the
-    offset sync run (triggered, not waited for on its schedule), then ``dr_parity`` passing
-    both ways; again until it does."""
-    deadline = time.monotonic() + timeout
+    """As an operator starts a game day only on a deployment that is ready for failover:
+    ``dr_parity`` passing both ways. Its scheduled run at unpause comes after the offset sync
+    has run (that one was unpaused with replication); while it fails, the offset sync is run
+    and then ``dr_parity`` again, until it passes."""
+    started = time.monotonic()
+    deadline = started + timeout
+    run_id = _scheduled_run(d, "dr_parity")
     last = "no parity run yet"
     while time.monotonic() < deadline:
-        left = max(10.0, deadline - time.monotonic())
-        synced = d.api.wait_run("dr_offset_sync", d.api.trigger("dr_offset_sync", {}), left)
-        if synced["state"] == "success":
-            left = max(10.0, deadline - time.monotonic())
-            run = d.api.wait_run("dr_parity", d.api.trigger("dr_parity", {}), left)
+        if run_id is not None:
+            run = d.api.wait_run("dr_parity", run_id, max(10.0, deadline - time.monotonic()))
             last = f"dr_parity {run['state']}"
             if run["state"] == "success":
-                return f"{last} {time.monotonic() - deadline + timeout:.0f}s after the DAGs were unpaused"
-        else:
+                return f"{last} {time.monotonic() - started:.0f}s after the DAGs were unpaused"
+        synced = d.api.wait_run("dr_offset_sync", d.api.trigger("dr_offset_sync", {}), 300)
+        run_id = d.api.trigger("dr_parity", {}) if synced["state"] == "success" else None
+        if run_id is None:
             last = f"dr_offset_sync {synced['state']}"
-        time.sleep(10)
+            time.sleep(10)
     return f"not within {timeout:.0f}s ({last}): the faults start anyway"
+
+
+def _scheduled_run(d: Deployment, dag_id: str, timeout: float = 60.0) -> str | None:
+    """The run the scheduler creates when a scheduled DAG is unpaused (None if none came)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = d.api.runs(dag_id, limit=1)
+        if runs:
+            return runs[0]["dag_run_id"]
+        time.sleep(2)
+    return None
 
 
 def _wait_flowing(t: float, traffic: Traffic, readers: Readers, timeout: float) -> float:
@@ -128,22 +140,19 @@ def _settle(d: Deployment, view, timeout: float, say) -> dict:
         time.sleep(10)
 
 
-#: the least time between one fault's end and the next fault: the target for flowing again,
-#: so each fault's recovery is measured on its own
-RECOVERY_S = 60.0
-
-
-def next_start(scheduled: float, injected: list[faults.Injected]) -> float:
-    """When the next fault starts: as scheduled, or :data:`RECOVERY_S` after the last one ended
-    when that one ran late (a broker's restart, a long cut)."""
+def next_start(scheduled: float, injected: list[faults.Injected], recovery_s: float) -> float:
+    """When the next fault starts: as scheduled, or ``recovery_s`` after the last one ended
+    when that one ran late (a broker's restart, a long cut), so that each fault's recovery is
+    measured on its own."""
     if not injected:
         return scheduled
     last = injected[-1]
-    return max(scheduled, (last.ended or last.began) + RECOVERY_S)
+    return max(scheduled, (last.ended or last.began) + recovery_s)
 
 
-def is_replication_dag(dag_id: str) -> bool:
-    return dag_id.startswith("dr_replicate_")
+def is_first_up(dag_id: str) -> bool:
+    """The DAGs a deployment brings up first: replication, and the offset sync of its groups."""
+    return dag_id.startswith("dr_replicate_") or dag_id == "dr_offset_sync"
 
 
 def run_gameday(
@@ -153,40 +162,42 @@ def run_gameday(
     spark_workers: int = 2,
     base_port: int = 24092,
     steps: list[Step] | None = None,
+    pace: Pace = FULL,
 ) -> int:
     folder = Path(folder).resolve()
     say = Say(folder / "gameday.log")
     steps = steps if steps is not None else script(minutes)
-    d = Deployment(folder, brokers, spark_workers, Ports(base_port), say)
+    d = Deployment(folder, brokers, spark_workers, Ports(base_port), say, pace.latency_window_s)
     traffic = readers = sampler = None
     try:
         d.up()
         clusters = {app: d.cfg.cluster(app) for app in NAMES.apps}
         for c in clusters.values():
             ensure_topics(c, NAMES)
-        # replication first, as an operator brings a deployment up; the rest once it flows
-        say(f"airflow: unpaused {', '.join(d.enable_dags(is_replication_dag))}")
+        # replication (and the offset sync that follows it) first, as an operator brings a
+        # deployment up; the rest once it flows
+        say(f"airflow: unpaused {', '.join(d.enable_dags(is_first_up))}")
         traffic = Traffic(clusters, NAMES, TrafficSettings(rate=TRAFFIC_RATE)).start()
         readers = Readers(NAMES).start_apps(clusters)
         sampler = MemorySampler(lambda: memory_roles(d)).start()
         t0 = time.time()
         flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
         say(f"replication flowing both ways {flowing - t0:.0f}s after its DAGs were unpaused")
-        say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_replication_dag(dag_id)))}")
+        say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_first_up(dag_id)))}")
         say(f"ready: {_wait_ready(d)}")
         t0 = time.time()
         injected: list[faults.Injected] = []
         disaster: DisasterLog | None = None
         for step in steps:
-            _until(next_start(t0 + step.at_s, injected))
+            _until(next_start(t0 + step.at_s, injected, pace.recovery_s))
             say(f"fault: {step.fault}")
             if step.fault == DISASTER:
-                disaster = run_disaster(d, traffic, readers, say)
+                disaster = run_disaster(d, traffic, readers, pace.on_west_s, say)
                 injected.append(faults.Injected(DISASTER, disaster.east_down_at, disaster.east_back_at))
             else:
                 injected.append(FAULTS[step.fault](d))
             say(f"fault: {step.fault} done: {'; '.join(injected[-1].notes)}")
-        time.sleep(30)  # the last fault's recovery is measured too
+        time.sleep(pace.tail_s)  # the last fault's recovery is measured too
         view = traffic.stop()
         end = time.time()
         say(f"traffic stopped: {view.counts()}")
@@ -198,7 +209,7 @@ def run_gameday(
             say(f"group {NAMES.group(app)}: {len(left)} records never read")
         # data quality at the end judges the deployment as it runs again: the faults' late copies
         # (their lateness is in the fault table) have left its latency window first
-        _until(settled_at + LATENCY_WINDOW_S)
+        _until(settled_at + pace.latency_window_s)
         dq = d.api.wait_run("dr_data_quality", d.api.trigger("dr_data_quality", {}), 900)
         say(f"dr_data_quality at the end: {dq['state']}")
         sampler.stop()

@@ -56,12 +56,30 @@ def minimum_minutes(faults: tuple[str, ...] = SINGLE_FAULTS) -> float:
     return (WARM_UP_S + DISASTER_S + MIN_GAP_S * len(faults)) / 60.0
 
 
+@dataclass(frozen=True)
+class Pace:
+    """How long a game day gives each phase that is not a fault."""
+
+    #: least time from one fault's end to the next fault: its flowing-again window
+    recovery_s: float = 60.0
+    #: how long the moved app runs on west before east comes back
+    on_west_s: float = 60.0
+    #: after the last fault, before the traffic stops: its recovery is measured too
+    tail_s: float = 30.0
+    #: data quality's latency window; the run at the end waits it out after the last copy
+    latency_window_s: int = 120
+
+
+FULL = Pace()
+#: The test suite's game day: every phase as short as its measurement allows on 2 cores
+#: (the slowest single-fault recovery measured here is about 30 s).
+SHORT = Pace(recovery_s=45.0, on_west_s=20.0, tail_s=20.0, latency_window_s=60)
+
 #: One fault of each kind (a Spark process, a broker, the network, the scheduler), then the
 #: disaster: the short game day the test suite runs.
 SHORT_FAULTS = ("spark-executor", "target-leader", "target-network-cut", "airflow-scheduler")
-SHORT_GAP_S = 60.0
 
 
-def short_script() -> list[Step]:
-    steps = [Step(SHORT_GAP_S * i, f) for i, f in enumerate(SHORT_FAULTS)]
-    return [*steps, Step(SHORT_GAP_S * len(SHORT_FAULTS), DISASTER)]
+def short_script(pace: Pace = SHORT) -> list[Step]:
+    steps = [Step(pace.recovery_s * i, f) for i, f in enumerate(SHORT_FAULTS)]
+    return [*steps, Step(pace.recovery_s * len(SHORT_FAULTS), DISASTER)]

@@ -30,7 +30,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, SchemaMirrorConfig
@@ -38,7 +38,7 @@ from kafka_dr.core.schema_registry import diff_states, rebuild_state, rename_rec
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.progress_store import committed_with_retry
 from kafka_dr.kafka.reading import read_partitions
-from kafka_dr.kafka.topics import ensure_topic, partition_count
+from kafka_dr.kafka.topics import ensure_topic, list_offsets, partition_count
 
 log = logging.getLogger(__name__)
 
@@ -110,15 +110,12 @@ def _one_partition(admin: AdminClient, cluster: str, topic: str) -> int | None:
 
 def _source_end(admin: AdminClient, cluster: str, topic: str) -> tuple[int, int]:
     """(log start, last stable offset) of the source partition."""
-    tp = TopicPartition(topic, PARTITION)
-    out = []
-    for spec in (OffsetSpec.earliest(), OffsetSpec.latest()):
-        futures = admin.list_offsets({tp: spec}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT)
-        try:
-            out.append(futures[tp].result(timeout=TIMEOUT).offset)
-        except KafkaException as e:
-            raise RuntimeError(f"listing offsets of {cluster}/{topic}[{PARTITION}]: {e.args[0].str()}") from None
-    return out[0], out[1]
+    tps = [TopicPartition(topic, PARTITION)]
+    low, high = (
+        list_offsets(admin, tps, spec, cluster)[(topic, PARTITION)]
+        for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
+    )
+    return low, high
 
 
 def mirror(

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+from kafka_dr.kafka.topic_admin import SETTLING
 
 TIMEOUT = 30.0
 
@@ -51,18 +55,29 @@ def delete_topics(client: AdminClient, names: list[str], timeout: float = 60.0) 
     return failed
 
 
-def _list_offsets(admin: AdminClient, tps: list[TopicPartition], spec, where: str) -> dict[tuple[str, int], int]:
-    if not tps:
-        return {}
-    futs = admin.list_offsets(
-        {tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT
-    )
-    out = {}
-    for tp, fut in futs.items():
-        try:
-            out[(tp.topic, tp.partition)] = fut.result(timeout=TIMEOUT).offset
-        except KafkaException as e:
-            raise RuntimeError(f"listing offsets of {where}/{tp.topic}[{tp.partition}]: {e.args[0].str()}") from None
+def list_offsets(admin: AdminClient, tps: list[TopicPartition], spec, where: str) -> dict[tuple[str, int], int]:
+    """``{(topic, partition): offset}`` for ``spec`` (read_committed) on the cluster ``where``.
+    A partition whose leadership is moving (a broker restarting, :data:`SETTLING`) is asked
+    again until :data:`TIMEOUT`; any other refusal raises one line naming the partition."""
+    out: dict[tuple[str, int], int] = {}
+    pending, deadline = list(tps), time.monotonic() + TIMEOUT
+    while pending:
+        futs = admin.list_offsets(
+            {tp: spec for tp in pending}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=TIMEOUT
+        )
+        pending = []
+        for tp, fut in futs.items():
+            try:
+                out[(tp.topic, tp.partition)] = fut.result(timeout=TIMEOUT).offset
+            except KafkaException as e:
+                if e.args[0].code() in SETTLING and time.monotonic() < deadline:
+                    pending.append(tp)
+                    continue
+                raise RuntimeError(
+                    f"listing offsets of {where}/{tp.topic}[{tp.partition}]: {e.args[0].str()}"
+                ) from None
+        if pending:
+            time.sleep(0.5)
     return out
 
 
@@ -71,6 +86,6 @@ def partition_ranges(
 ) -> dict[tuple[str, int], tuple[int, int]]:
     """``{(topic, partition): (earliest, last stable offset)}`` of ``tps`` on the cluster ``where``
     (read_committed: the end is where a transactional reader stops)."""
-    low = _list_offsets(admin, tps, OffsetSpec.earliest(), where)
-    high = _list_offsets(admin, tps, OffsetSpec.latest(), where)
+    low = list_offsets(admin, tps, OffsetSpec.earliest(), where)
+    high = list_offsets(admin, tps, OffsetSpec.latest(), where)
     return {k: (low[k], high[k]) for k in low}

@@ -13,7 +13,7 @@ from kafka_dr.gameday.memory import growth
 from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
 from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
 from kafka_dr.gameday.report import FaultRow, json_line, table
-from kafka_dr.gameday.run import RECOVERY_S, next_start
+from kafka_dr.gameday.run import next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, minimum_minutes, script, short_script
 from kafka_dr.gameday.verdict import Alert, alerts_from, fault_rows
 
@@ -37,10 +37,10 @@ def test_the_short_script_has_one_fault_of_each_kind_then_the_disaster():
 
 
 def test_a_fault_that_ran_late_pushes_the_next_one_back_by_the_recovery_time():
-    assert next_start(100.0, []) == 100.0
-    assert next_start(100.0, [Injected("spark-executor", 30.0)]) == 100.0  # over at once, on time
+    assert next_start(100.0, [], 60.0) == 100.0
+    assert next_start(100.0, [Injected("spark-executor", 30.0)], 60.0) == 100.0  # over at once, on time
     leader = Injected("target-leader", 60.0, 147.0)  # a broker's restart took 87 s
-    assert next_start(120.0, [leader]) == 147.0 + RECOVERY_S
+    assert next_start(120.0, [leader], 60.0) == 147.0 + 60.0
 
 
 def test_the_game_config_keeps_the_lab_and_adds_schedules_alerts_and_groups():
@@ -52,6 +52,7 @@ def test_the_game_config_keeps_the_lab_and_adds_schedules_alerts_and_groups():
     assert doc["alerts"]["email"]["smtp_port"] == 2525
     assert doc["consumer_groups"] == {"allow": ["gd-app-.*"]}
     assert doc["thresholds"] == {"latency_window_seconds": 120}
+    assert game_config(lab, "http://x", 1, "g", latency_window_s=60)["thresholds"] == {"latency_window_seconds": 60}
 
 
 PS = """\
