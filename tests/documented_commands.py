@@ -76,6 +76,7 @@ def documented() -> list[Documented]:
 
 BENCH = "tests/integration/test_bench.py"
 DRILLS = "tests/integration/test_faults.py"
+GAMEDAY = "tests/e2e/test_gameday.py"
 #: starts Airflow and PostgreSQL (a minute or two): run once, with its output, status and down
 #: asserted, by the operator-UI test; the walk-through runs the cheap status and down as printed
 OPERATOR_UI = "tests/e2e/test_operator_ui.py"
@@ -166,6 +167,8 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr drill kill-job --kill-trials 20 --dir .lab-drill --base-port 19892": Check(
         PARSED, covered_by=DRILLS
     ),
+    ".venv/bin/kafka-dr gameday --short": Check(PARSED, covered_by=GAMEDAY),
+    ".venv/bin/kafka-dr gameday --minutes 30": Check(PARSED, covered_by=GAMEDAY),
     ".venv/bin/kafka-dr lab up --secure --dir .lab-secure --base-port 19592": Check(
         RUN, r"^use it: +export KAFKA_DR_CONFIG="
     ),

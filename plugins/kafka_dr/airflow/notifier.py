@@ -40,11 +40,15 @@ class KafkaDrNotifier(BaseNotifier):
     """Send a failure to every configured alert channel; a channel that fails is logged and
     does not stop the others."""
 
-    def __init__(self, alerts: Alerts) -> None:
+    def __init__(self, alerts: Alerts, quiet: tuple[type[BaseException], ...] = ()) -> None:
         super().__init__()
         self.alerts = alerts
+        self.quiet = quiet  #: failures that are not alerts of their own
 
     def notify(self, context) -> None:
+        if isinstance(context.get("exception"), self.quiet):
+            log.info("not alerted: %s", context.get("exception"))
+            return
         subject, body, payload = alert_text(context)
         send_all(self.alerts, subject, body, payload, _resolver())
 
@@ -64,5 +68,5 @@ def announce(alerts: Alerts, event: str, subject: str, text: str, summary: dict)
     return summary
 
 
-def failure_callbacks(alerts: Alerts) -> list:
-    return [KafkaDrNotifier(alerts)] if (alerts.email or alerts.webhook) else []
+def failure_callbacks(alerts: Alerts, quiet: tuple[type[BaseException], ...] = ()) -> list:
+    return [KafkaDrNotifier(alerts, quiet)] if (alerts.email or alerts.webhook) else []

@@ -17,12 +17,14 @@ fields).
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk import DAG, task
 
 from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
@@ -35,6 +37,21 @@ APPLICATION = str(REPO / "spark_jobs" / "replicate.py")
 DEFAULT_CONTINUOUS_SECONDS = 3600
 #: An incremental run copies what is there and exits: a backlog of millions takes a minute or two.
 INCREMENTAL_TIMEOUT = timedelta(hours=1)
+
+
+class DriverKilled(AirflowException):
+    """spark-submit ended by a signal: the job's driver was killed, alone or with its task (a
+    scheduler lost with its executor's tasks). The next try, or the DAG's next run, starts the
+    job again from its committed progress; not an alert of its own, as a flow that stays down
+    is the heartbeats' alarm."""
+
+
+def signal_of(error: BaseException) -> int | None:
+    """The signal that ended spark-submit, from the hook's "Error code is: N." (a negative N,
+    or a shell's 128 + N); None for an exit of the job's own (it gave up, or refused)."""
+    found = re.search(r"Error code is: (-?\d+)", str(error))
+    code = int(found.group(1)) if found else 0
+    return -code if code < 0 else (code - 128 if code > 128 else None)
 
 
 class ReplicateFlowOperator(SparkSubmitOperator):
@@ -61,7 +78,12 @@ class ReplicateFlowOperator(SparkSubmitOperator):
                 if ref.source == "airflow":
                     secrets[ref_env_name(ref)] = resolve(ref)
         self.env_vars = {**(self.env_vars or {}), **secrets}
-        return super().execute(context)
+        try:
+            return super().execute(context)
+        except AirflowException as e:
+            if (signal := signal_of(e)) is None:
+                raise
+            raise DriverKilled(f"flow {self.flow}: the job's driver was killed (signal {signal})") from e
 
 
 def skip_if_failed_over(cfg: DrConfig, flow: FlowConfig, resolve) -> None:
@@ -132,9 +154,8 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
                 **dict(cfg.spark.conf),
             },
             env_vars=_spark_env(),
-            on_failure_callback=failure_callbacks(
-                cfg.alerts
-            ),  # the job gave up: a cluster stays unreachable, a refusal
+            # the job gave up (a cluster stays unreachable, a refusal); not a killed driver
+            on_failure_callback=failure_callbacks(cfg.alerts, quiet=(DriverKilled,)),
             retries=3,
             retry_delay=pendulum.duration(seconds=30),
             execution_timeout=timeout,

@@ -147,6 +147,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 deadline,
                 lambda: _attempt(spark, run, sink, stop, deadline),
                 lambda: failed_over(run),
+                lambda: jvm_answers(spark),
             )
     finally:
         sink.producer.flush(10)
@@ -186,6 +187,16 @@ def failed_over(run: FlowRun) -> str | None:
     )
 
 
+def jvm_answers(spark) -> bool:
+    """Whether the driver's JVM still answers this Python driver. Under spark-submit the JVM is
+    the parent: killed, it leaves this process behind with nothing to run queries on."""
+    try:
+        spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
+        return True
+    except Exception:  # noqa: BLE001 - py4j's connection errors vary by how the JVM went
+        return False
+
+
 def _restart_loop(
     run: FlowRun,
     summary: JobSummary,
@@ -193,14 +204,19 @@ def _restart_loop(
     deadline: float | None,
     attempt: Callable[[], BaseException | None],
     stopped_by_failover: Callable[[], str | None],
+    jvm_alive: Callable[[], bool] = lambda: True,
 ) -> JobSummary:
     """Run ``attempt`` (one query, :func:`_attempt`) until it ends well; after a failure, run it
     again after a pause that doubles each time, unless :func:`_raise_unless_restartable` ends the
-    run, or a failover recorded since the job started stops the flow (``stopped_by_failover``)."""
+    run, or a failover recorded since the job started stops the flow (``stopped_by_failover``).
+    A driver whose JVM is gone ends at once and without a restart alert: no query can start in
+    it, and whatever supervises the job (the DAG's next try) starts a whole new one."""
     backoff = FIRST_BACKOFF_SECONDS
     while (error := attempt()) is not None:
         summary.restarts += 1
         reason = failure_reason(error, run.flow.name)
+        if not jvm_alive():
+            raise RuntimeError(f"flow {run.flow.name}: stopped: the driver's JVM is gone (killed or crashed)")
         if (failed := stopped_by_failover()) is not None:
             # a failback copies between the two itself: this job must not start again
             log.warning("flow %s: %s is failed over; the job stops (%s)", run.flow.name, failed, reason)

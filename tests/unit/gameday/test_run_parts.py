@@ -13,7 +13,7 @@ from kafka_dr.gameday.memory import growth
 from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
 from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
 from kafka_dr.gameday.report import FaultRow, json_line, table
-from kafka_dr.gameday.run import next_start
+from kafka_dr.gameday.run import in_background, next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, minimum_minutes, script, short_script
 from kafka_dr.gameday.verdict import Alert, alerts_from, fault_rows
 
@@ -41,6 +41,12 @@ def test_a_fault_that_ran_late_pushes_the_next_one_back_by_the_recovery_time():
     assert next_start(100.0, [Injected("spark-executor", 30.0)], 60.0) == 100.0  # over at once, on time
     leader = Injected("target-leader", 60.0, 147.0)  # a broker's restart took 87 s
     assert next_start(120.0, [leader], 60.0) == 147.0 + 60.0
+
+
+def test_a_background_call_hands_its_result_or_its_error_to_whoever_waits():
+    assert in_background(lambda: "ready").result(timeout=5) == "ready"
+    with pytest.raises(TimeoutError, match="never"):
+        in_background(lambda: (_ for _ in ()).throw(TimeoutError("never"))).result(timeout=5)
 
 
 def test_the_game_config_keeps_the_lab_and_adds_schedules_alerts_and_groups():

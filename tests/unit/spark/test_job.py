@@ -47,6 +47,14 @@ def loop(
     return _restart_loop(run, summary, stop, None, lambda: queue.pop(0), lambda: failovers.pop(0)), stop
 
 
+def test_a_driver_whose_jvm_is_gone_stops_at_once_without_restarting_or_alerting():
+    run = FlowRun(JobOptions(config="x.yaml", flow="east_to_west"), CFG, CFG.flows[0], FlowMode("continuous"), None)
+    stop, tries = RecordedStop(), [OUTAGE, None]
+    with pytest.raises(RuntimeError, match=r"^flow east_to_west: stopped: the driver's JVM is gone"):
+        _restart_loop(run, JobSummary("east_to_west"), stop, None, lambda: tries.pop(0), lambda: None, lambda: False)
+    assert stop.pauses == [] and tries == [None]  # no pause, no second query
+
+
 def test_a_failed_query_is_restarted_after_pauses_that_double():
     summary, stop = loop([OUTAGE, OUTAGE, OUTAGE, None])
     assert (summary.restarts, summary.stopped_by, stop.pauses) == (3, "completed", [2.0, 4.0, 8.0])
