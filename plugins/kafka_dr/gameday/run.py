@@ -31,6 +31,7 @@ from kafka_dr.gameday.verdict import (
     fault_rows,
     loss_by_fault,
     memory_figures,
+    targets,
 )
 
 FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
@@ -268,12 +269,17 @@ def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sa
     print(table(rows))
     for c in checks:
         print(c.line())
+    met = targets(rows, disaster.rto_s if disaster else None, d.cfg.thresholds.heartbeat_max_age_seconds)
+    for name, value in met.items():
+        if isinstance(value, bool):
+            print(f"target {name.replace('_', ' ')}: {'met' if value else 'missed'}")
     figures = {
         "records": view.counts(),
         "alerts": [{"at_s": round(a.at - t0, 1), "what": a.what} for a in alerts],
         "emails": len(d.smtp.messages),
         "data_quality_at_end": dq_state,
         "memory": memory_figures(sampler.growths(120.0)),
+        "targets": met,
         "checks": [c.to_dict() for c in checks],
         "failures": failures,
         **disaster_figures(disaster, rpo),

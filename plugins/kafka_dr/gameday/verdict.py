@@ -25,6 +25,9 @@ from kafka_dr.gameday.report import FaultRow
 FLOW_ENDS = {"east_to_west": ("east", "west"), "west_to_east": ("west", "east")}
 #: Faults after which an alert is due: the others heal inside the heartbeat threshold.
 ALERTING = {"target-network-cut", "east-down-failover-failback"}
+#: The targets the game day measures: replication flowing again and RTO within a minute.
+FLOWING_TARGET_S = 60.0
+RTO_TARGET_S = 60.0
 MEMORY_GROWTH_MAX = 1.25
 
 
@@ -130,6 +133,24 @@ def checks_for(
             )
         out.append(rpo_observed("east", "west", disaster.west_at_failover, view, disaster.east_down_at, compacted))
     return out
+
+
+def targets(rows: list[FaultRow], rto_s: float | None, alert_within_s: float) -> dict:
+    """Each target, met or not, with what decided it (reported; the verdict is the proof's)."""
+    singles = [r for r in rows if r.fault != "east-down-failover-failback"]
+    slow = [r.fault for r in singles if (r.flowing_again_after_s or 0.0) > FLOWING_TARGET_S]
+    heard = [r.fault for r in rows if r.alert_after_s is not None and r.alert_after_s <= alert_within_s]
+    unheard = [r.fault for r in rows if r.fault in ALERTING and r.fault not in heard]
+    noisy = [f"{r.fault}: {r.detected_by}" for r in rows if r.fault not in ALERTING and r.alert_after_s is not None]
+    return {
+        "flowing_again_within_60s": not slow,
+        "flowing_again_slow": slow,
+        "rto_within_60s": rto_s is not None and rto_s <= RTO_TARGET_S,
+        "alerted_within_heartbeat_threshold": not unheard,
+        "not_alerted_in_time": unheard,
+        "no_alert_for_faults_that_healed_alone": not noisy,
+        "alerted_though_healed_alone": noisy,
+    }
 
 
 def memory_figures(growths: list[Growth]) -> dict:

@@ -15,7 +15,7 @@ from kafka_dr.gameday.processes import descendants, executors, parse_ps, replica
 from kafka_dr.gameday.report import FaultRow, json_line, table
 from kafka_dr.gameday.run import in_background, next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, minimum_minutes, script, short_script
-from kafka_dr.gameday.verdict import Alert, alerts_from, fault_rows
+from kafka_dr.gameday.verdict import Alert, alerts_from, fault_rows, targets
 
 
 def test_a_script_runs_every_fault_once_per_round_then_the_disaster_last():
@@ -133,3 +133,17 @@ def test_the_report_prints_a_row_per_fault_and_ends_with_one_json_line():
     assert text.splitlines()[0].startswith("fault") and "spark-driver" in text.splitlines()[2]
     doc = json.loads(json_line(rows, {"rto_seconds": 20.1}))
     assert doc["rto_seconds"] == 20.1 and doc["faults"][0]["flowing_again_after_s"] == 34.5
+
+
+def test_the_targets_name_each_fault_that_missed_one():
+    rows = [
+        FaultRow("spark-executor", 0.0, flowing_again_after_s=12.0, detected_by="no alert"),
+        FaultRow("spark-driver", 60.0, flowing_again_after_s=75.0, detected_by="restart", alert_after_s=0.0),
+        FaultRow("target-network-cut", 120.0, flowing_again_after_s=5.0, detected_by="restart", alert_after_s=36.0),
+        FaultRow("east-down-failover-failback", 300.0, detected_by="failover", alert_after_s=0.0),
+    ]
+    met = targets(rows, rto_s=32.5, alert_within_s=120.0)
+    assert met["flowing_again_slow"] == ["spark-driver"] and not met["flowing_again_within_60s"]
+    assert met["rto_within_60s"] and met["alerted_within_heartbeat_threshold"]
+    assert met["alerted_though_healed_alone"] == ["spark-driver: restart"]
+    assert targets(rows, rto_s=None, alert_within_s=30.0)["not_alerted_in_time"] == ["target-network-cut"]
