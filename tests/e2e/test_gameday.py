@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,12 +21,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 #: past every lab the suite starts (up to +1900, its Spark cluster): the game day takes base..base+340
 BASE_PORT = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092")) + 2000
+#: in the checkout, not under pytest's tmp_path: the lab's PostgreSQL runs as the postgres user,
+#: which must be able to enter the folder (kept after the run: its logs)
+FOLDER = Path(os.environ.get("KAFKA_DR_TEST_GAMEDAY_DIR", REPO / ".lab-test-gameday"))
 SINGLE_FAULTS = {"spark-executor", "target-leader", "target-network-cut", "airflow-scheduler"}
 
 
 @pytest.mark.timeout(2400)
-def test_short_game_day_loses_duplicates_and_skips_nothing(tmp_path):
-    folder = tmp_path / "gameday"
+def test_short_game_day_loses_duplicates_and_skips_nothing():
+    folder = FOLDER
+    shutil.rmtree(folder, ignore_errors=True)
     command = [".venv/bin/kafka-dr", "gameday", "--short", "--dir", str(folder), "--base-port", str(BASE_PORT)]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=2300)
     lines = done.stdout.strip().splitlines()

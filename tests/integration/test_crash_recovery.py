@@ -43,7 +43,7 @@ def python_workers(jvm_pid: int) -> list[int]:
     """Spark's Python executor workers of a job: children of the ``pyspark.daemon
     pyspark.worker`` fork server that the job's JVM started (killing the fork server itself
     is not an executor crash, and it runs in a process group of its own)."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-e", "-ww", "-o", "pid=,ppid=,args="], capture_output=True, text=True).stdout
     procs = [line.split(None, 2) for line in out.splitlines()]
     daemons = {int(p[0]) for p in procs if int(p[1]) == jvm_pid and "pyspark.daemon pyspark.worker" in p[2]}
     return [int(p[0]) for p in procs if int(p[1]) in daemons]

@@ -32,7 +32,8 @@ def parse_ps(text: str) -> list[Proc]:
 
 
 def process_table() -> list[Proc]:
-    ps = subprocess.run(["ps", "-e", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True)
+    # -ww: whole command lines, whatever width ps would guess (80 columns under some parents)
+    ps = subprocess.run(["ps", "-e", "-ww", "-o", "pid=,ppid=,args="], capture_output=True, text=True, check=True)
     return parse_ps(ps.stdout)
 
 
