@@ -234,7 +234,8 @@ def run_gameday(
         dq = d.api.wait_run("dr_data_quality", d.api.trigger("dr_data_quality", {}), 900)
         say(f"dr_data_quality at the end: {dq['state']}")
         sampler.stop()
-        return _verdict(d, injected, disaster, t0, end, view, readers, stored, dq["state"], sampler, say)
+        code, figures = _verdict(d, injected, disaster, t0, end, view, readers, stored, dq["state"], sampler, say)
+        (folder / "gameday.json").write_text(figures + "\n")
     finally:
         for part in (traffic, readers, sampler):
             if part is not None:
@@ -244,9 +245,12 @@ def run_gameday(
                     say(f"stopping: {e}")
         d.down()
         say(f"logs: {folder}")
+    print(figures)  # the last line: every figure, once everything is down
+    return code
 
 
-def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sampler, say) -> int:
+def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sampler, say) -> tuple[int, str]:
+    """The exit status and the JSON line; the table and the checks are printed here."""
     reads, moves = readers.reads(), readers.moves()
     alerts = alerts_from(d.webhook.received, d.webhook.received_at)
     rows = fault_rows(injected, t0, end, view, reads, alerts)
@@ -285,5 +289,4 @@ def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sa
         **disaster_figures(disaster, rpo),
     }
     say("game day " + ("PASSED" if not failures else f"FAILED: {'; '.join(failures)}"))
-    print(json_line(rows, figures))
-    return 0 if not failures else 1
+    return (0 if not failures else 1), json_line(rows, figures)
