@@ -31,14 +31,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
 from kafka_dr.core.config import DrConfig, SchemaMirrorConfig
 from kafka_dr.core.schema_registry import diff_states, rebuild_state, rename_record
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.progress_store import committed_with_retry
 from kafka_dr.kafka.reading import read_partitions
-from kafka_dr.kafka.topics import ensure_topic, list_offsets, partition_count
+from kafka_dr.kafka.topics import ensure_topic, partition_count, partition_ranges
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +110,7 @@ def _one_partition(admin: AdminClient, cluster: str, topic: str) -> int | None:
 
 def _source_end(admin: AdminClient, cluster: str, topic: str) -> tuple[int, int]:
     """(log start, last stable offset) of the source partition."""
-    tps = [TopicPartition(topic, PARTITION)]
-    low, high = (
-        list_offsets(admin, tps, spec, cluster)[(topic, PARTITION)]
-        for spec in (OffsetSpec.earliest(), OffsetSpec.latest())
-    )
-    return low, high
+    return partition_ranges(admin, [TopicPartition(topic, PARTITION)], cluster)[(topic, PARTITION)]
 
 
 def mirror(

@@ -33,6 +33,7 @@ from kafka_dr.spark.supervision import (
     Stop,
     failure_reason,
     is_permanent,
+    jvm_answers,
     stop_on_signals,
     stop_when,
     supervise,
@@ -185,16 +186,6 @@ def failed_over(run: FlowRun) -> str | None:
     return read_state(run.cfg, env_resolver(), timeout=STATE_READ_TIMEOUT_SECONDS).stopping(
         run.flow.source, run.flow.target
     )
-
-
-def jvm_answers(spark) -> bool:
-    """Whether the driver's JVM still answers this Python driver. Under spark-submit the JVM is
-    the parent: killed, it leaves this process behind with nothing to run queries on."""
-    try:
-        spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
-        return True
-    except Exception:  # noqa: BLE001 - py4j's connection errors vary by how the JVM went
-        return False
 
 
 def _restart_loop(

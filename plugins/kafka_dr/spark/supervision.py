@@ -194,3 +194,13 @@ def _last_batch(query) -> int | None:
     """The id of the last micro-batch the query completed (None before its first)."""
     progress = getattr(query, "lastProgress", None)
     return progress.get("batchId") if progress else None
+
+
+def jvm_answers(spark) -> bool:
+    """Whether the driver's JVM still answers this Python driver. Under spark-submit the JVM is
+    the parent: killed, it leaves this process behind with nothing to run queries on."""
+    try:
+        spark.sparkContext._jvm.java.lang.System.currentTimeMillis()
+        return True
+    except Exception:  # noqa: BLE001 - py4j's connection errors vary by how the JVM went
+        return False
