@@ -163,6 +163,14 @@ def start_ticks(stat: str) -> int:
     return int(stat.rsplit(")", 1)[1].split()[19])
 
 
+class PartExited(LabError):
+    """A part of the service exited while the service was starting."""
+
+    def __init__(self, role: str, message: str) -> None:
+        super().__init__(message)
+        self.role = role
+
+
 def proc_state(pid: int) -> tuple[int, str] | None:
     """``(start ticks, command line)`` of a live (not zombie) process, else ``None``."""
     try:
@@ -318,7 +326,15 @@ class AirflowService:
                 # the API answers (its first requests are the slow ones) before a scheduler
                 # queues a task whose start call would wait on it
                 self._wait(spec, deadline, lambda health: health is not None)
-        self._wait(spec, deadline, lambda health: not health_problems(health))
+        try:
+            self._wait(spec, deadline, lambda health: not health_problems(health))
+        except PartExited as e:
+            # as a service manager restarts a part that died: once; a second death is the error
+            if e.role == "api-server":
+                raise
+            state["processes"][e.role] = self._start(e.role, spec, env, home)
+            self._save(state)
+            self._wait(spec, deadline, lambda health: not health_problems(health))
         return self.status()
 
     def status(self) -> ServiceStatus:
@@ -392,7 +408,7 @@ class AirflowService:
                 if not is_ours(entry):
                     log = Path(spec.home) / f"{role}.log"
                     tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-                    raise LabError(f"airflow {role} exited during start-up (log: {log}); last output:\n{tail}")
+                    raise PartExited(role, f"airflow {role} exited during start-up (log: {log}); last output:\n{tail}")
             health = fetch_health(spec.port, timeout=30)
             if ready(health):
                 return
