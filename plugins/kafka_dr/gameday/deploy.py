@@ -23,6 +23,7 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.gameday.airflow_api import AirflowApi
 from kafka_dr.gameday.game_config import game_config
 from kafka_dr.gameday.receivers import SmtpReceiver, WebhookReceiver
+from kafka_dr.gameday.script import FULL
 from kafka_dr.lab.airflow_service import AirflowService, resolve_spec
 from kafka_dr.lab.lab import Lab
 from kafka_dr.lab.proxy import TcpProxy
@@ -63,7 +64,7 @@ class Deployment:
     spark_workers: int = 2
     ports: Ports = field(default_factory=lambda: Ports(24092))
     say: object = print
-    latency_window_s: int = 120
+    latency_window_s: int = FULL.latency_window_s
 
     def __post_init__(self) -> None:
         self.folder = Path(self.folder).resolve()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kafka_dr.gameday.script import FULL
+
 #: The periodic DAGs run every minute or two: a game day of minutes must see them act.
 #: Heartbeats and the supervisor every minute: they detect a cut and restart a dead flow.
 #: Data quality every ten: a Spark job over everything retained, the heaviest load on 2 cores.
@@ -21,7 +23,11 @@ SCHEDULES = {
 
 
 def game_config(
-    lab_doc: dict[str, Any], webhook_url: str, smtp_port: int, groups_regex: str, latency_window_s: int = 120
+    lab_doc: dict[str, Any],
+    webhook_url: str,
+    smtp_port: int,
+    groups_regex: str,
+    latency_window_s: int = FULL.latency_window_s,
 ) -> dict[str, Any]:
     """``lab_doc``: the lab's config as plain data (its YAML loaded). Returns a new document."""
     doc = copy.deepcopy(lab_doc)
