@@ -54,7 +54,8 @@ def test_unreachable_source_is_retried_then_named(lab, spark, tmp_path, topic_na
 
 def test_every_restart_is_alerted(lab, spark, tmp_path, topic_name):
     """While the job retries an unreachable cluster with backoff, each restart reaches the
-    alert webhook (the final failure is the DAG task's failure callback's to send)."""
+    alert webhook (the final failure is the DAG task's failure callback's to send) when
+    ``restart_alert_after_seconds`` is 0."""
     from receivers import WebhookReceiver
 
     hook = WebhookReceiver()
@@ -63,6 +64,7 @@ def test_every_restart_is_alerted(lab, spark, tmp_path, topic_name):
         doc["clusters"]["east"]["bootstrap_servers"] = "127.0.0.1:1"
         doc["clusters"]["east"].pop("cluster_id", None)
         doc["alerts"] = {"webhook": {"url": hook.url}}
+        doc["thresholds"] = {**doc.get("thresholds", {}), "restart_alert_after_seconds": 0}
         for f in doc["flows"]:
             f["topics"] = {"allow": [topic_name]}
         path = tmp_path / "dead-target.yaml"

@@ -17,8 +17,11 @@ fields).
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
+import time
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
@@ -37,13 +40,19 @@ APPLICATION = str(REPO / "spark_jobs" / "replicate.py")
 DEFAULT_CONTINUOUS_SECONDS = 3600
 #: An incremental run copies what is there and exits: a backlog of millions takes a minute or two.
 INCREMENTAL_TIMEOUT = timedelta(hours=1)
+#: A driver killed after running this long was copying: the task starts it again at once
+#: rather than after the retry delay. One killed sooner (a crash loop) is the next try's.
+RESUBMIT_AFTER_SECONDS = 60.0
+MAX_RESUBMITS = 3
+log = logging.getLogger(__name__)
 
 
 class DriverKilled(AirflowException):
     """spark-submit ended by a signal: the job's driver was killed, alone or with its task (a
-    scheduler lost with its executor's tasks). The next try, or the DAG's next run, starts the
-    job again from its committed progress; not an alert of its own, as a flow that stays down
-    is the heartbeats' alarm."""
+    scheduler lost with its executor's tasks). The task starts a driver that had been copying
+    again at once (:func:`submit_until_done`); otherwise the next try, or the DAG's next run,
+    does, from the committed progress. Not an alert of its own: a flow that stays down is the
+    heartbeats' alarm."""
 
 
 def signal_of(error: BaseException) -> int | None:
@@ -78,12 +87,47 @@ class ReplicateFlowOperator(SparkSubmitOperator):
                 if ref.source == "airflow":
                     secrets[ref_env_name(ref)] = resolve(ref)
         self.env_vars = {**(self.env_vars or {}), **secrets}
+        self.killed_by_airflow = False
+        flow = {f.name: f for f in cfg.flows}[self.flow]
+        return submit_until_done(
+            lambda: super(ReplicateFlowOperator, self).execute(context),
+            lambda: skip_if_failed_over(cfg, flow, resolve),
+            lambda: self.killed_by_airflow,
+            self.flow,
+        )
+
+    def on_kill(self) -> None:
+        # Airflow stops the task (SIGTERM, marked failed): the driver it kills stays down
+        self.killed_by_airflow = True
+        super().on_kill()
+
+
+def submit_until_done(
+    submit: Callable[[], object],
+    may_run: Callable[[], None],
+    killed_by_airflow: Callable[[], bool],
+    flow: str,
+    clock: Callable[[], float] = time.monotonic,
+):
+    """Run ``submit`` (spark-submit); when a signal ends a driver that had run for
+    ``RESUBMIT_AFTER_SECONDS``, check ``may_run`` (raises to skip) and submit again, up to
+    ``MAX_RESUBMITS`` times. Any other end of spark-submit is the task's: a killed driver raises
+    :class:`DriverKilled`, the job's own failure its error."""
+    resubmits = 0
+    while True:
+        started = clock()
         try:
-            return super().execute(context)
+            return submit()
         except AirflowException as e:
             if (signal := signal_of(e)) is None:
                 raise
-            raise DriverKilled(f"flow {self.flow}: the job's driver was killed (signal {signal})") from e
+            killed = DriverKilled(f"flow {flow}: the job's driver was killed (signal {signal})")
+            ran = clock() - started
+            if killed_by_airflow() or ran < RESUBMIT_AFTER_SECONDS or resubmits >= MAX_RESUBMITS:
+                raise killed from e
+        resubmits += 1
+        log.warning("%s after %.0fs of copying; starting it again (%d/%d)", killed, ran, resubmits, MAX_RESUBMITS)
+        may_run()
 
 
 def skip_if_failed_over(cfg: DrConfig, flow: FlowConfig, resolve) -> None:

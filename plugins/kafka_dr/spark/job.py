@@ -149,6 +149,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 lambda: _attempt(spark, run, sink, stop, deadline),
                 lambda: failed_over(run),
                 lambda: jvm_answers(spark),
+                lambda: sink.progressed_at,
             )
     finally:
         sink.producer.flush(10)
@@ -196,12 +197,15 @@ def _restart_loop(
     attempt: Callable[[], BaseException | None],
     stopped_by_failover: Callable[[], str | None],
     jvm_alive: Callable[[], bool] = lambda: True,
+    progressed_at: Callable[[], float] = lambda: float("-inf"),
 ) -> JobSummary:
     """Run ``attempt`` (one query, :func:`_attempt`) until it ends well; after a failure, run it
     again after a pause that doubles each time, unless :func:`_raise_unless_restartable` ends the
     run, or a failover recorded since the job started stops the flow (``stopped_by_failover``).
     A driver whose JVM is gone ends at once and without a restart alert: no query can start in
-    it, and whatever supervises the job (the DAG's next try) starts a whole new one."""
+    it, and whatever supervises the job (the DAG's next try) starts a whole new one. A restart
+    is alerted once the flow has copied nothing (``progressed_at``, monotonic) for
+    ``thresholds.restart_alert_after_seconds``: a failure it rides out sooner is only logged."""
     backoff = FIRST_BACKOFF_SECONDS
     while (error := attempt()) is not None:
         summary.restarts += 1
@@ -222,7 +226,11 @@ def _restart_loop(
             run.opts.max_restarts,
             backoff,
         )
-        alert_restart(run.cfg, run.flow.name, reason, summary.restarts, run.opts.max_restarts, backoff)
+        quiet = time.monotonic() - progressed_at()
+        if quiet >= run.cfg.thresholds.restart_alert_after_seconds:
+            alert_restart(run.cfg, run.flow.name, reason, summary.restarts, run.opts.max_restarts, backoff, quiet)
+        else:
+            log.warning("flow %s: not alerted: the flow copied %.0fs ago", run.flow.name, quiet)
         stop.sleep(backoff)
         backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
     summary.stopped_by = stop.reason or ("completed" if run.mode is FlowMode.INCREMENTAL else "max duration")
@@ -284,13 +292,18 @@ def _start_query(spark, run: FlowRun, sink: MetricsSink, checkpoint: str, marker
     return writer.trigger(processingTime=f"{o.trigger_seconds} seconds").start()
 
 
-def alert_restart(cfg, flow: str, reason: str, restart: int, max_restarts: int, backoff: float) -> None:
+def alert_restart(
+    cfg, flow: str, reason: str, restart: int, max_restarts: int, backoff: float, quiet: float | None = None
+) -> None:
     """Tell the config's alert channels (webhook, e-mail) that a flow's query failed and is
     being restarted: an operator hears of a cluster outage while the job still rides it out,
-    not only when it gives up (then the DAG task's failure callback alerts). Never raises."""
+    not only when it gives up (then the DAG task's failure callback alerts). ``quiet``: seconds
+    since the flow last copied. Never raises."""
     if cfg.alerts.webhook is None and cfg.alerts.email is None:
         return
     subject = f"[kafka-dr] flow {flow}: replication query failed, restart {restart}/{max_restarts} in {backoff:.0f}s"
+    if quiet is not None:
+        subject += f"; nothing copied for {quiet:.0f}s"
     body = f"{subject}\n\n{reason}\n"
     payload = {
         "source": "kafka-dr",
@@ -299,6 +312,7 @@ def alert_restart(cfg, flow: str, reason: str, restart: int, max_restarts: int, 
         "restart": restart,
         "max_restarts": max_restarts,
         "backoff_seconds": backoff,
+        "copied_nothing_for_seconds": quiet,
         "error": reason,
     }
     from kafka_dr.alerts import send_all

@@ -61,6 +61,9 @@ class MetricsSink:
         self.selection = SelectionWatch(cfg, flow, env_resolver())
         #: when a micro-batch last completed or no trigger ran (the stall watchdog, supervise)
         self.last_batch = [time.monotonic()]
+        #: when a micro-batch last completed, else when the job started: how long the flow has
+        #: copied nothing when a query fails (the restart alert waits for an outage, job.py)
+        self.progressed_at = time.monotonic()
 
     def __call__(self, df, batch_id: int) -> None:
         from kafka_dr.spark.source import FIELDS
@@ -75,7 +78,7 @@ class MetricsSink:
         if self.continuous:
             self.watch_selection()
         self.summary.batches += 1
-        self.last_batch[0] = time.monotonic()
+        self.last_batch[0] = self.progressed_at = time.monotonic()
 
     def _publish(self, row: dict) -> None:
         line = json.dumps(row, separators=(",", ":"))

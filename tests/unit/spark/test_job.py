@@ -4,6 +4,8 @@ Queries are stand-ins returning plain errors; the lab tests run the real one."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kafka_dr.core.config import FlowMode
@@ -106,3 +108,39 @@ def test_a_failover_recorded_while_the_job_ran_stops_it_instead_of_a_restart():
     started again (the failback copies between the two clusters itself)."""
     summary, stop = loop([OUTAGE, OUTAGE, None], failed=[None, "east"])
     assert (summary.restarts, summary.stopped_by, stop.pauses) == (2, "failover of east", [2.0])
+
+
+@pytest.mark.parametrize(("quiet", "alerted"), [(5.0, []), (45.0, [(1, 45)])])
+def test_a_restart_is_alerted_only_once_the_flow_has_copied_nothing_for_the_threshold(quiet, alerted):
+    """A query that fails seconds after a copy (a leader election, a broker restart) is restarted
+    and logged; one that fails after 30 s without a copy is an outage, and alerted."""
+    from receivers import WebhookReceiver
+
+    hook = WebhookReceiver()
+    try:
+        cfg = parse_config(
+            {
+                "clusters": {
+                    "east": {"bootstrap_servers": "127.0.0.1:1"},
+                    "west": {"bootstrap_servers": "127.0.0.1:2"},
+                },
+                "flows": [{"source": "east", "target": "west"}],
+                "alerts": {"webhook": {"url": hook.url}},
+                "thresholds": {"restart_alert_after_seconds": 30},
+            }
+        )
+        run = FlowRun(JobOptions(config="x.yaml", flow="east_to_west"), cfg, cfg.flows[0], FlowMode("continuous"), None)
+        tries, copied_at = [OUTAGE, None], time.monotonic() - quiet
+        summary = _restart_loop(
+            run,
+            JobSummary("east_to_west"),
+            RecordedStop(),
+            None,
+            lambda: tries.pop(0),
+            lambda: None,
+            progressed_at=lambda: copied_at,
+        )
+        assert summary.restarts == 1
+        assert [(a["restart"], round(a["copied_nothing_for_seconds"])) for a in hook.received] == alerted
+    finally:
+        hook.close()
