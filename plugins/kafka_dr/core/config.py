@@ -146,8 +146,9 @@ class Schedules:
 @dataclass(frozen=True)
 class Thresholds:
     heartbeat_max_age_seconds: float = 120.0
-    #: a replication job alerts a failed query once its flow has copied nothing for this long;
-    #: a shorter failure it rides out (a leader election, a broker restart) is logged only
+    #: a replication job alerts a failed query once its flow has copied nothing for this long
+    #: (at once when a cluster did not answer); a shorter failure it rides out (a leader
+    #: election, a broker restart) is logged only
     restart_alert_after_seconds: float = 30.0
     replication_lag_max_records: int = 100_000
     latency_p99_max_seconds: float = 60.0

@@ -33,6 +33,7 @@ from kafka_dr.spark.supervision import (
     Stop,
     failure_reason,
     is_permanent,
+    is_unreachable,
     jvm_answers,
     stop_on_signals,
     stop_when,
@@ -204,8 +205,9 @@ def _restart_loop(
     run, or a failover recorded since the job started stops the flow (``stopped_by_failover``).
     A driver whose JVM is gone ends at once and without a restart alert: no query can start in
     it, and whatever supervises the job (the DAG's next try) starts a whole new one. A restart
-    is alerted once the flow has copied nothing (``progressed_at``, monotonic) for
-    ``thresholds.restart_alert_after_seconds``: a failure it rides out sooner is only logged."""
+    is alerted at once when a cluster did not answer, else once the flow has copied nothing
+    (``progressed_at``, monotonic) for ``thresholds.restart_alert_after_seconds``: a failure it
+    rides out sooner (a leader election, a broker's restart) is only logged."""
     backoff = FIRST_BACKOFF_SECONDS
     while (error := attempt()) is not None:
         summary.restarts += 1
@@ -227,7 +229,7 @@ def _restart_loop(
             backoff,
         )
         quiet = time.monotonic() - progressed_at()
-        if quiet >= run.cfg.thresholds.restart_alert_after_seconds:
+        if is_unreachable(reason) or quiet >= run.cfg.thresholds.restart_alert_after_seconds:
             alert_restart(run.cfg, run.flow.name, reason, summary.restarts, run.opts.max_restarts, backoff, quiet)
         else:
             log.warning("flow %s: not alerted: the flow copied %.0fs ago", run.flow.name, quiet)

@@ -57,6 +57,12 @@ def is_permanent(reason: str) -> bool:
     return any(kind in reason for kind in PERMANENT)
 
 
+def is_unreachable(reason: str) -> bool:
+    """Whether a failure is a cluster that did not answer at all (a network cut, a cluster
+    down), which an operator hears of at once, unlike a broker's restart the job rides out."""
+    return " did not answer" in reason
+
+
 def failure_reason(error: BaseException, flow: str) -> str:
     """The one line of a (Spark-wrapped) failure an operator needs.
 

@@ -110,10 +110,19 @@ def test_a_failover_recorded_while_the_job_ran_stops_it_instead_of_a_restart():
     assert (summary.restarts, summary.stopped_by, stop.pauses) == (2, "failover of east", [2.0])
 
 
-@pytest.mark.parametrize(("quiet", "alerted"), [(5.0, []), (45.0, [(1, 45)])])
-def test_a_restart_is_alerted_only_once_the_flow_has_copied_nothing_for_the_threshold(quiet, alerted):
+LEADER_MOVED = RuntimeError("flow east_to_west: west: commit failed: NOT_LEADER_OR_FOLLOWER")
+
+
+@pytest.mark.parametrize(
+    ("error", "quiet", "alerted"),
+    [(LEADER_MOVED, 5.0, []), (LEADER_MOVED, 45.0, [(1, 45)]), (OUTAGE, 5.0, [(1, 5)])],
+)
+def test_a_restart_is_alerted_once_the_flow_has_copied_nothing_for_the_threshold_or_a_cluster_is_gone(
+    error, quiet, alerted
+):
     """A query that fails seconds after a copy (a leader election, a broker restart) is restarted
-    and logged; one that fails after 30 s without a copy is an outage, and alerted."""
+    and logged; one that fails after 30 s without a copy is an outage, and alerted, as is a
+    cluster that did not answer at all (a network cut)."""
     from receivers import WebhookReceiver
 
     hook = WebhookReceiver()
@@ -130,7 +139,7 @@ def test_a_restart_is_alerted_only_once_the_flow_has_copied_nothing_for_the_thre
             }
         )
         run = FlowRun(JobOptions(config="x.yaml", flow="east_to_west"), cfg, cfg.flows[0], FlowMode("continuous"), None)
-        tries, copied_at = [OUTAGE, None], time.monotonic() - quiet
+        tries, copied_at = [error, None], time.monotonic() - quiet
         summary = _restart_loop(
             run,
             JobSummary("east_to_west"),
