@@ -155,9 +155,9 @@ COMMANDS: dict[str, Check] = {
     ),
     # docs/benchmarks.md: minutes each; the quick run is the short version
     ".venv/bin/kafka-dr bench": Check(PARSED, covered_by=BENCH),
-    ".venv/bin/kafka-dr bench --backlog-rounds 1": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --backlog-rounds 1 --latency-rounds 1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --quick": Check(PARSED, covered_by=BENCH),
-    ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2eos,rawpipe": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2eos,rawpipe,rawpipe1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench --quick": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 34092": Check(PARSED, covered_by=BENCH),

@@ -30,7 +30,7 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     lines = proc.stdout.strip().splitlines()
     figures = json.loads(lines[-1])
-    missing = expected_keys(["ours", "mm2", "rawpipe"], [100, 1024]) - set(figures)
+    missing = expected_keys(["ours", "mm2", "rawpipe"], [100, 1024], [1000]) - set(figures)
     assert not missing, sorted(missing)
     text = "\n".join(lines[:-1])
     assert "Throughput (backlog)" in text and "End-to-end latency" in text and "ours/mm2" not in text
@@ -39,8 +39,8 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
             assert figures[f"{system}_s{size}_complete"] is True, (system, size, figures[f"{system}_s{size}_copied"])
             assert figures[f"{system}_s{size}_records_per_s"] > 0 and figures[f"{system}_s{size}_peak_rss_mb"] > 0
         assert (
-            figures[f"{system}_latency_samples"] > 0
-            and figures[f"{system}_latency_p99_ms"] >= figures[f"{system}_latency_p50_ms"]
+            figures[f"{system}_latency1000_samples"] > 0
+            and figures[f"{system}_latency1000_p99_ms"] >= figures[f"{system}_latency1000_p50_ms"]
         )
     assert figures["ours_guarantee"].startswith("exactly-once")
     # the run's topics (backlogs, latency, copies, MirrorMaker's worker topics) are gone again
@@ -50,10 +50,11 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
 
 
 def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, lab_config):
-    """The full run's path (one system after another), raw pipe only and small: the unmeasured
-    warm-up copy happens before the first measured phase, and its topics go with the run's.
-    Every measured phase starts with the dirty page cache written out, and says how much; the
-    backlog and the latency are measured in two rounds; a backlog's CPU is accounted."""
+    """The full run's path (one system after another), the raw pipes only and small: the
+    unmeasured warm-up copy happens before the first measured phase, and its topics go with the
+    run's. Every measured phase starts with the dirty page cache written out, and says how much;
+    the backlog is measured in two rounds and the latency at two rates in two rounds (the
+    one-process pipe: throughput only); a backlog's CPU is accounted, and its launch-to-done."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -63,13 +64,19 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
             "--dir",
             str(lab.root),
             "--systems",
-            "rawpipe",
+            "rawpipe,rawpipe1",
             "--records",
             "40000",
             "--sizes",
             "100",
+            "--latency-rates",
+            "1000,2000",
             "--latency-seconds",
             "1",
+            "--latency-warmup",
+            "0.5",
+            "--latency-rounds",
+            "2",
             "--warmup-records",
             "2000",
         ],
@@ -105,10 +112,20 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     ), out[-2000:]
     # the pipe's own CPU is part of the machine's (a tick of sampling apart)
     assert 0 < figures["rawpipe_s100_cpu_own_cores"] <= figures["rawpipe_s100_cpu_busy_cores"] + 0.1
-    assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(figures["rawpipe_latency_synced_mb"], int)
-    # latency in two rounds (the second in reverse order), each after the page cache was written out
-    assert figures["latency_rounds"] == 2 and len(figures["rawpipe_latency_p99_ms_by_round"]) == 2
-    assert len(re.findall(r"\[bench\] rawpipe  latency round [12]/2: .*, \d+ MB synced first", out)) == 2, out[-2000:]
+    assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(
+        figures["rawpipe_latency1000_synced_mb"], int
+    )
+    # both pipes copied everything (the pipe per core in one process per core, each with its share of the partitions)
+    assert figures["rawpipe1_s100_copied"] == 80000 == figures["rawpipe_s100_copied"]
+    for pipe in ("rawpipe", "rawpipe1"):
+        assert 0 < figures[f"{pipe}_s100_startup_seconds"] < figures[f"{pipe}_s100_launch_to_done_seconds"]
+    # latency in two rounds (the second in reverse order), each after the page cache was written out, at each rate
+    assert figures["latency_rounds"] == 2 and figures["latency_rates"] == [1000, 2000]
+    for rate in (1000, 2000):
+        assert len(figures[f"rawpipe_latency{rate}_p99_ms_by_round"]) == 2 and figures[f"rawpipe_latency{rate}_samples"]
+        found = re.findall(rf"\[bench\] rawpipe  latency round [12]/2 at {rate:,}/s: .*, \d+ MB synced first", out)
+        assert len(found) == 2, out[-2000:]
+    assert not [k for k in figures if k.startswith("rawpipe1_latency")]
     for cluster in lab_config.clusters.values():
         left = [t for t in AdminClient(client_config(cluster)).list_topics(timeout=30).topics if figures["run"] in t]
         assert not left, (cluster.name, left)
@@ -132,8 +149,12 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
             "3000",
             "--sizes",
             "100",
+            "--latency-rates",
+            "1000",
             "--latency-seconds",
             "1",
+            "--latency-warmup",
+            "0.5",
             "--warmup-records",
             "0",
             "--latency-rounds",
@@ -147,10 +168,10 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
     )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert figures["latency_rounds"] == 1 and len(figures["mm2eos_latency_p99_ms_by_round"]) == 1
+    assert figures["latency_rounds"] == 1 and len(figures["mm2eos_latency1000_p99_ms_by_round"]) == 1
     assert figures["mm2eos_guarantee"].startswith("exactly-once")
     assert figures["mm2eos_s100_copied"] == 3000 and figures["mm2eos_s100_complete"] is True
-    assert figures["mm2eos_latency_samples"] > 0
+    assert figures["mm2eos_latency1000_samples"] > 0
     logs = list((lab.root / "bench" / figures["run"] / "mm2eos").glob("*/mm2.log"))
     assert len(logs) == 2, logs  # the backlog's run and the latency run
     for log in logs:
@@ -158,6 +179,10 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
         assert (
             "exactly.once.source.support = enabled" in text and "transactional.id = kafka-dr-bench-mm2eos." in text
         ), log
+        # transactions as long as ours may last: a backlog chunk's 5 s, a streaming task's 100 ms commit interval
+        interval = 100 if ".lat" in log.parent.name else 5000
+        assert "transaction.boundary = interval" in text, log
+        assert f"transaction.boundary.interval.ms = {interval}" in text, log
 
 
 def test_an_unknown_system_is_refused_before_anything_starts(tmp_path):

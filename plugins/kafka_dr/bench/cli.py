@@ -14,12 +14,13 @@ from kafka_dr.bench.report import SYSTEMS
 #: (every system started once, all together: see kafka_dr.bench.run.one_start_phases).
 #: --quick leaves MirrorMaker 2 with exactly-once out by default: a fourth JVM starting at the
 #: same time took it from 55 to 63 s here (tests/integration/test_bench.py runs it on its own)
-#: Full runs measure latency in two rounds, the second in reverse order (report.round_schedule);
-#: --latency-seconds is each system's measured time over all its rounds. Each size's backlog is
-#: copied in two rounds as well (a fresh backlog of the same records per round), in the same order.
+#: Full runs measure latency in three rounds, every other one in reverse order
+#: (report.round_schedule), each rate 30 s unmeasured and then 60 s measured per round: long
+#: enough for a JVM's compiler to settle and for our streaming task's hand-over to fall inside.
+#: Each size's backlog is copied in two rounds (a fresh backlog of the same records per round).
 QUICK = {
     "records": 5_000,
-    "latency_rate": 1000,
+    "latency_rates": (1000,),
     "latency_seconds": 2.0,
     "warmup_seconds": 0.5,
     "warmup_records": 0,
@@ -29,11 +30,11 @@ QUICK = {
 }
 FULL = {
     "records": 1_000_000,
-    "latency_rate": 5000,
-    "latency_seconds": 30.0,
-    "warmup_seconds": 5.0,
+    "latency_rates": (5000, 20000),
+    "latency_seconds": 60.0,
+    "warmup_seconds": 30.0,
     "warmup_records": 1_000_000,
-    "latency_rounds": 2,
+    "latency_rounds": 3,
     "backlog_rounds": 2,
     "systems": SYSTEMS,
 }
@@ -49,16 +50,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", default="100,1024", help="value sizes in bytes, comma-separated (default 100,1024)")
     p.add_argument("--partitions", type=int, default=8)
     p.add_argument(
-        "--latency-rate",
-        type=int,
+        "--latency-rates",
         default=None,
-        help=f"steady records/s for the latency phase (default {FULL['latency_rate']:,})",
+        help="steady records/s of the latency phases, comma-separated "
+        f"(default {','.join(map(str, FULL['latency_rates']))}; --quick: {QUICK['latency_rates'][0]})",
     )
     p.add_argument(
         "--latency-seconds",
         type=float,
         default=None,
-        help=f"each system's measured latency time over all rounds (default {FULL['latency_seconds']:g})",
+        help=f"measured seconds per system, rate and round (default {FULL['latency_seconds']:g})",
+    )
+    p.add_argument(
+        "--latency-warmup",
+        type=float,
+        default=None,
+        help=f"unmeasured seconds at each rate before that (default {FULL['warmup_seconds']:g})",
     )
     p.add_argument(
         "--latency-rounds",
@@ -118,7 +125,7 @@ def run(a: argparse.Namespace) -> int:
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr
     )
     preset = QUICK if a.quick else FULL
-    systems, sizes = validated(a, preset)  # every argument before the lab starts
+    systems, sizes, rates = validated(a, preset)  # every argument before the lab starts
     lab = Lab(a.dir)
     config = lab.up(count=2, base_port=a.base_port)
     flat = run_bench(
@@ -127,9 +134,9 @@ def run(a: argparse.Namespace) -> int:
         records=a.records or preset["records"],
         sizes=sizes,
         partitions=a.partitions,
-        latency_rate=a.latency_rate or preset["latency_rate"],
+        latency_rates=rates,
         latency_seconds=a.latency_seconds or preset["latency_seconds"],
-        warmup_seconds=preset["warmup_seconds"],
+        warmup_seconds=preset["warmup_seconds"] if a.latency_warmup is None else a.latency_warmup,
         systems=systems,
         one_start=a.quick,
         keep_topics=a.keep_topics,
@@ -142,8 +149,9 @@ def run(a: argparse.Namespace) -> int:
     return 0
 
 
-def validated(a: argparse.Namespace, preset: dict) -> tuple[tuple[str, ...], list[int]]:
-    """The systems and sizes to run; every bad argument named at once (exit 2), nothing started."""
+def validated(a: argparse.Namespace, preset: dict) -> tuple[tuple[str, ...], list[int], tuple[int, ...]]:
+    """The systems, sizes and latency rates to run; every bad argument named at once (exit 2),
+    nothing started."""
     from kafka_dr.core.inputs import InvalidInput
 
     problems = []
@@ -162,20 +170,28 @@ def validated(a: argparse.Namespace, preset: dict) -> tuple[tuple[str, ...], lis
             sizes.append(int(part))
         else:
             problems.append(f"--sizes {a.sizes!r}: {part!r} is not a size in bytes (e.g. 100,1024)")
+    rates = preset["latency_rates"]
+    if a.latency_rates is not None:
+        parts = [x.strip() for x in a.latency_rates.split(",")]
+        if all(x.isdigit() and int(x) > 0 for x in parts):
+            rates = tuple(int(x) for x in parts)
+        else:
+            problems.append(f"--latency-rates {a.latency_rates!r}: expected records per second, e.g. 5000,20000")
     for flag, v in (
         ("--latency-rounds", a.latency_rounds),
         ("--backlog-rounds", a.backlog_rounds),
         ("--records", a.records),
         ("--partitions", a.partitions),
-        ("--latency-rate", a.latency_rate),
     ):
         if v is not None and v < 1:
             problems.append(f"{flag} {v}: must be at least 1")
     if a.latency_seconds is not None and a.latency_seconds <= 0:
         problems.append(f"--latency-seconds {a.latency_seconds:g}: must be positive")
+    if a.latency_warmup is not None and a.latency_warmup < 0:
+        problems.append(f"--latency-warmup {a.latency_warmup:g}: must not be negative")
     if problems:
         raise InvalidInput(problems)
-    return systems, sizes
+    return systems, sizes, rates
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -250,12 +250,13 @@ class SteadyProducer(threading.Thread):
 
 class ArrivalProbe(threading.Thread):
     """Reads the target topic (``read_committed``, as an application would) and records each
-    record's latency: arrival time minus its timestamp, for records stamped after ``since_ms``."""
+    record's latency: arrival time minus its timestamp, for records stamped from ``since_ms``
+    to ``until_ms``."""
 
     def __init__(self, cluster: ClusterConfig, topic: str, partitions: int) -> None:
         super().__init__(name=f"probe-{topic}", daemon=True)
         self.cluster, self.topic, self.partitions = cluster, topic, partitions
-        self.since_ms = 1 << 62
+        self.since_ms, self.until_ms = 1 << 62, 1 << 62
         self.latencies: list[int] = []
         self.seen = 0
         self._halt = threading.Event()
@@ -284,7 +285,7 @@ class ArrivalProbe(threading.Thread):
                     now = int(time.time() * 1000)
                     self.seen += 1
                     ts = m.timestamp()[1]
-                    if ts >= self.since_ms:
+                    if self.since_ms <= ts <= self.until_ms:
                         self.latencies.append(now - ts)
         finally:
             c.close()

@@ -55,12 +55,17 @@ class Mm2Settings:
     )
     checkpoints: bool = False
     sync_group_offsets: bool = False
-    interval_seconds: int = 1
+    #: the topic/group refresh, checkpoint and group-sync intervals; None: MirrorMaker's own
+    #: (600 s refresh, 60 s checkpoints and sync), as it ships
+    interval_seconds: int | None = None
     offset_lag_max: int | None = None  # MirrorMaker's default (100) when None
     extra: dict[str, str] = field(default_factory=dict)
     #: MirrorMaker's exactly-once source support (Kafka >= 3.5, dedicated mode): each task
     #: writes a poll's records and its source offsets in one transaction on the target
     exactly_once: bool = False
+    #: with exactly-once: ``transaction.boundary = interval`` committing every this many ms;
+    #: None: MirrorMaker's default, a transaction per poll (``max.poll.records`` at most)
+    transaction_interval_ms: int | None = None
     #: ``replication.policy.separator``: remote topics are ``<source><separator><topic>``
     separator: str = "."
     #: names the Connect worker group and its config/offset/status topics, so each run starts
@@ -98,12 +103,18 @@ def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: s
         f"offset.storage.topic = {s.run_id}-offsets.internal",
         f"config.storage.topic = {s.run_id}-configs.internal",
         f"status.storage.topic = {s.run_id}-status.internal",
-        f"refresh.topics.interval.seconds = {max(1, s.interval_seconds)}",
-        f"refresh.groups.interval.seconds = {max(1, s.interval_seconds)}",
         f"emit.checkpoints.enabled = {str(s.checkpoints).lower()}",
-        f"emit.checkpoints.interval.seconds = {max(1, s.interval_seconds)}",
         f"sync.group.offsets.enabled = {str(s.sync_group_offsets).lower()}",
-        f"sync.group.offsets.interval.seconds = {max(1, s.interval_seconds)}",
+        *(
+            f"{k} = {max(1, s.interval_seconds)}"
+            for k in (
+                "refresh.topics.interval.seconds",
+                "refresh.groups.interval.seconds",
+                "emit.checkpoints.interval.seconds",
+                "sync.group.offsets.interval.seconds",
+            )
+            if s.interval_seconds is not None
+        ),
         *([f"offset.lag.max = {s.offset_lag_max}"] if s.offset_lag_max is not None else []),
         *([f"replication.policy.separator = {s.separator}"] if s.separator != "." else []),
         # exactly-once needs the workers' internal REST API (KIP-710), here on a free loopback port
@@ -114,6 +125,11 @@ def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: s
                 "listeners = http://127.0.0.1:0",
             ]
             if s.exactly_once
+            else []
+        ),
+        *(
+            ["transaction.boundary = interval", f"transaction.boundary.interval.ms = {s.transaction_interval_ms}"]
+            if s.exactly_once and s.transaction_interval_ms is not None
             else []
         ),
         *(f"{b}.producer.{k} = {v}" for k, v in s.producer.items()),

@@ -1,13 +1,14 @@
 r"""The raw-pipe limit: the simplest consume-and-produce loop with librdkafka, no transformation.
 
-One Python process, one consumer, one producer, no transactions, no headers added, no loop
-policy: records go from ``topic[p]`` to ``target_topic[p]`` with key, value, headers and
-timestamp as they are. Its throughput is the ceiling this machine's brokers (and librdkafka
-from Python) allow; the producer batches like ours (linger 10 ms, 1 MB batches, lz4,
-acks=all, idempotent) so the comparison is about the work, not the settings.
+A pipe is one Python process with one consumer and one producer, no transactions, no headers
+added, no loop policy: records go from ``topic[p]`` to ``target_topic[p]`` with key, value,
+headers and timestamp as they are. The producer batches like ours (linger 10 ms, 1 MB
+batches, lz4, acks=all, idempotent) so the comparison is about the work, not the settings.
+One pipe is bound by its one Python thread; ``--processes N`` runs N pipes side by side,
+each with every N-th partition, so that with one per core the machine is the limit.
 
     python -m kafka_dr.bench.rawpipe --source HOST:PORT --target HOST:PORT \
-        --topic T [--topic U ...] --partitions 8 [--until-end]
+        --topic T [--topic U ...] --partitions 8 [--until-end] [--processes N]
 
 Each topic ``T`` goes to ``raw.T`` (``--target-prefix``).
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import subprocess
 import sys
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -46,12 +48,15 @@ CONSUMER = {
 }
 
 
-def pipe(source: str, target: str, topics: list[str], target_prefix: str, partitions: int, until_end: bool) -> int:
+def pipe(
+    source: str, target: str, topics: list[str], target_prefix: str, partitions: int, until_end: bool, share=(0, 1)
+) -> int:
+    """One pipe over the partitions of ``share`` (i, n): every n-th one from the i-th."""
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     c = Consumer({"bootstrap.servers": source, **CONSUMER})
     p = Producer({"bootstrap.servers": target, **PRODUCER})
-    tps = [(t, q) for t in topics for q in range(partitions)]
+    tps = [(t, q) for t in topics for q in range(partitions)][share[0] :: share[1]]
     ends = {}
     if until_end:
         ends = {(t, q): c.get_watermark_offsets(TopicPartition(t, q), timeout=30, cached=False)[1] for t, q in tps}
@@ -93,6 +98,24 @@ def pipe(source: str, target: str, topics: list[str], target_prefix: str, partit
     return 0
 
 
+def pipes(argv: list[str], processes: int) -> int:
+    """``processes`` pipes as child processes, each with its share of the partitions; SIGTERM
+    is passed on to them. The exit status is the worst of theirs."""
+    children = [
+        subprocess.Popen([sys.executable, "-m", "kafka_dr.bench.rawpipe", *argv, "--share", f"{i}/{processes}"])
+        for i in range(processes)
+    ]
+    signal.signal(signal.SIGTERM, lambda *_: [c.terminate() for c in children])
+    return max(c.wait() for c in children)
+
+
+def _share(text: str) -> tuple[int, int]:
+    i, n = (int(x) for x in text.split("/"))
+    if not 0 <= i < n:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected I/N with 0 <= I < N")
+    return i, n
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="rawpipe", description=__doc__.splitlines()[0])
     ap.add_argument("--source", required=True)
@@ -101,8 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-prefix", default="raw.")
     ap.add_argument("--partitions", type=int, required=True)
     ap.add_argument("--until-end", action="store_true")
+    ap.add_argument("--processes", type=int, default=1, help="pipes side by side, sharing the partitions")
+    ap.add_argument("--share", type=_share, default=(0, 1), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
-    return pipe(a.source, a.target, a.topic, a.target_prefix, a.partitions, a.until_end)
+    if a.processes > 1:
+        child = ["--source", a.source, "--target", a.target, "--target-prefix", a.target_prefix]
+        child += [*(x for t in a.topic for x in ("--topic", t)), "--partitions", str(a.partitions)]
+        return pipes(child + (["--until-end"] if a.until_end else []), a.processes)
+    return pipe(a.source, a.target, a.topic, a.target_prefix, a.partitions, a.until_end, a.share)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
 """The benchmark's output: one table for people, then one JSON line with every figure (pure).
 
 Figures are nested as ``results[system][phase][metric]`` (phase ``s<size>`` for a backlog of
-``size``-byte values, ``latency`` for the steady-load phase) and flattened into the JSON line
-as ``<system>_<phase>_<metric>``, plus ``ratio_ours_<other>_<phase>_<metric>`` for
-throughput and latency, and the run's parameters. Full runs add ``synced_mb`` to every
-phase: the dirty page-cache data written out before it (:mod:`kafka_dr.bench.disk`), and to
-every backlog phase where the CPU went over its copy window (``cpu_*``,
+``size``-byte values, ``latency<rate>`` for a steady load of ``rate`` records/s) and flattened
+into the JSON line as ``<system>_<phase>_<metric>``, plus ``ratio_ours_<other>_<phase>_<metric>``
+for throughput, CPU per record and latency (each round's p99 too), and the run's parameters.
+Full runs add ``synced_mb`` to every phase: the dirty page-cache data written out before it
+(:mod:`kafka_dr.bench.disk`), and to every backlog phase where the CPU went over its copy window (``cpu_*``,
 :mod:`kafka_dr.bench.cpu`).
 
 A system's latency may be measured in several rounds (:func:`round_schedule`); its p50 and
@@ -18,18 +18,26 @@ from __future__ import annotations
 import json
 
 #: every system the bench knows, ours first (the ratios are ours / each other one)
-SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe")
+SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe", "rawpipe1")
 BACKLOG_METRICS = (
     "records_per_s",
     "mb_per_s",
     "copy_seconds",
     "startup_seconds",
+    "launch_to_done_seconds",
     "records",
     "copied",
     "complete",
     "peak_rss_mb",
 )
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb", "p99_ms_by_round")
+#: the ratios of a backlog phase and of a latency phase
+BACKLOG_RATIOS = ("records_per_s", "mb_per_s", "cpu_us_per_record")
+LATENCY_RATIOS = ("p50_ms", "p99_ms")
+
+
+def latency_phase_name(rate: int) -> str:
+    return f"latency{rate}"
 
 
 def percentile(values: list[int], q: float) -> float | None:
@@ -91,6 +99,7 @@ def backlog_figures(rounds: list[dict]) -> dict:
         "mb_per_s": round(size_mb / window, 2) if window > 0 else None,
         "copy_seconds": round(window, 2),
         "startup_seconds": round(sum(r["startup_seconds"] for r in rounds) / len(rounds), 2),
+        "launch_to_done_seconds": round(sum(r["launch_to_done_seconds"] for r in rounds) / len(rounds), 2),
         "records": records,
         "copied": sum(r["copied"] for r in rounds),
         "complete": all(r["complete"] for r in rounds),
@@ -127,34 +136,44 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
         if "ours" not in results or other not in results:
             continue
         for phase in results["ours"]:
-            metrics = ("p50_ms", "p99_ms") if phase == "latency" else ("records_per_s", "mb_per_s")
-            for m in metrics:
-                out[f"ratio_ours_{other}_{phase}_{m}"] = ratio(
-                    results["ours"][phase].get(m), results[other].get(phase, {}).get(m)
-                )
+            if phase not in results[other]:
+                continue
+            ours, theirs = results["ours"][phase], results[other][phase]
+            latency = phase.startswith("latency")
+            for m in LATENCY_RATIOS if latency else BACKLOG_RATIOS:
+                out[f"ratio_ours_{other}_{phase}_{m}"] = ratio(ours.get(m), theirs.get(m))
+            if latency:
+                pairs = zip(ours.get("p99_ms_by_round") or [], theirs.get("p99_ms_by_round") or [])
+                out[f"ratio_ours_{other}_{phase}_p99_ms_by_round"] = [ratio(a, b) for a, b in pairs]
     return out
 
 
-def expected_keys(systems, sizes) -> set[str]:
-    """Every key the JSON line must carry for these systems and sizes."""
+def expected_keys(systems, sizes, rates, latency_systems=None) -> set[str]:
+    """Every key the JSON line must carry for these systems, sizes and latency rates
+    (``latency_systems``: those measured at steady load, default all)."""
     phases = [f"s{s}" for s in sizes]
+    lat_phases = [latency_phase_name(r) for r in rates]
+    lat_systems = systems if latency_systems is None else latency_systems
     keys = {
         "bench",
         "records",
         "partitions",
         "sizes",
-        "latency_rate",
+        "latency_rates",
         "latency_seconds",
+        "latency_warmup_seconds",
         "latency_rounds",
         "backlog_rounds",
     }
     for sy in systems:
         keys.add(f"{sy}_guarantee")
         keys |= {f"{sy}_{ph}_{m}" for ph in phases for m in BACKLOG_METRICS}
-        keys |= {f"{sy}_latency_{m}" for m in LATENCY_METRICS}
+    for sy in lat_systems:
+        keys |= {f"{sy}_{ph}_{m}" for ph in lat_phases for m in LATENCY_METRICS}
     for other in [s for s in systems if s != "ours"] if "ours" in systems else []:
-        keys |= {f"ratio_ours_{other}_{ph}_{m}" for ph in phases for m in ("records_per_s", "mb_per_s")}
-        keys |= {f"ratio_ours_{other}_latency_{m}" for m in ("p50_ms", "p99_ms")}
+        keys |= {f"ratio_ours_{other}_{ph}_{m}" for ph in phases for m in BACKLOG_RATIOS}
+        if "ours" in lat_systems and other in lat_systems:
+            keys |= {f"ratio_ours_{other}_{ph}_{m}" for ph in lat_phases for m in (*LATENCY_RATIOS, "p99_ms_by_round")}
     return keys
 
 
@@ -174,21 +193,23 @@ def _rounds(n: int) -> str:
 
 def table(flat: dict) -> str:
     systems = [s for s in SYSTEMS if f"{s}_guarantee" in flat]
-    sizes = flat["sizes"]
+    sizes, rates = flat["sizes"], flat["latency_rates"]
     lines = [
         f"kafka-dr bench: {flat['records']:,} records per size, {flat['partitions']} partitions, 3 headers; "
-        f"latency at {flat['latency_rate']:,} records/s for {flat['latency_seconds']} s"
-        f"{_rounds(flat.get('latency_rounds', 1))}",
+        f"latency at {' and '.join(f'{r:,}' for r in rates)} records/s, {flat['latency_seconds']:g} s each after "
+        f"{flat['latency_warmup_seconds']:g} s of warm-up{_rounds(flat.get('latency_rounds', 1))}",
         "",
     ]
     head = (
-        f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'copy s':>8}{'start s':>8}"
-        f"{'copied':>11}{'all':>5}{'RSS MB':>8}  records/s by round"
+        f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'us/rec':>8}{'copy s':>8}"
+        f"{'first s':>8}{'done s':>8}{'copied':>11}{'all':>5}{'RSS MB':>8}  records/s by round"
     )
     backlog_rounds = flat.get("backlog_rounds", 1)
     order = f", {backlog_rounds} rounds of every size, every other one in reverse order" if backlog_rounds > 1 else ""
     lines += [
         f"Throughput (backlog{order})",
+        "us/rec: the machine's busy CPU per record; first s / done s: from the launch to the first record copied / "
+        "to the copy's end",
         head,
         "-" * len(head),
     ]
@@ -198,8 +219,9 @@ def table(flat: dict) -> str:
             by_round = " / ".join(_f(v) for v in flat.get(k + "records_per_s_by_round") or [])
             lines.append(
                 f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}"
-                f"{_f(flat.get(k + 'mb_per_s'), 1):>8}{_f(flat.get(k + 'copy_seconds'), 1):>8}"
-                f"{_f(flat.get(k + 'startup_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
+                f"{_f(flat.get(k + 'mb_per_s'), 1):>8}{_f(flat.get(k + 'cpu_us_per_record'), 1):>8}"
+                f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}"
+                f"{_f(flat.get(k + 'launch_to_done_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
                 f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}"
             )
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
@@ -219,19 +241,28 @@ def table(flat: dict) -> str:
                 f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
                 f"{_f(flat.get(k + 'us_per_record'), 1):>11}"
             )
-    head = f"{'system':<9}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
+    head = (
+        f"{'system':<9}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
+    )
     lines += ["", "End-to-end latency (steady load below saturation, 100 B)", head, "-" * len(head)]
-    for s in systems:
-        k = f"{s}_latency_"
-        by_round = " / ".join(_f(v) for v in flat.get(k + "p99_ms_by_round") or [])
-        lines.append(
-            f"{s:<9}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}{_f(flat.get(k + 'samples')):>10}"
-            f"{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}"
-        )
+    for rate in rates:
+        for s in systems:
+            k = f"{s}_{latency_phase_name(rate)}_"
+            if k + "p50_ms" not in flat:
+                continue
+            by_round = " / ".join(_f(v) for v in flat.get(k + "p99_ms_by_round") or [])
+            lines.append(
+                f"{s:<9}{rate:>8,}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}"
+                f"{_f(flat.get(k + 'samples')):>10}{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}"
+                f"  {by_round}"
+            )
     ratios = [(k[len("ratio_") :], v) for k, v in flat.items() if k.startswith("ratio_")]
     if ratios:
-        lines += ["", "Ratios (ours / other; throughput: higher is better, latency: lower is better)"]
-        lines += [f"  {k:<40}{_f(v, 3)}" for k, v in ratios]
+        lines += [
+            "",
+            "Ratios (ours / other; records/s: higher is better; CPU per record and latency: lower is better)",
+        ]
+        lines += [f"  {k:<52}{' / '.join(_f(x, 3) for x in v) if isinstance(v, list) else _f(v, 3)}" for k, v in ratios]
     return "\n".join(lines)
 
 

@@ -9,12 +9,13 @@ do this in ``backlog_rounds`` rounds per size, each on a fresh backlog of the sa
 every other round in reverse order, and pool the rounds (:func:`backlog_rounds_phase`).
 
 Latency: each system gets a fresh topic of the same shape; it is started in continuous mode,
-pinged until a record comes through, then a steady producer runs at ``latency_rate`` records/s
-(below saturation); after a warm-up, every record's arrival time on the target minus its
-produce timestamp is one sample. Full runs measure in ``latency_rounds`` rounds of
-``latency_seconds / latency_rounds`` each, every other round in reverse order
-(:func:`~kafka_dr.bench.report.round_schedule`); p50/p99 over a system's samples of every
-round together, and each round's p99 beside them.
+pinged until a record comes through, then a steady producer runs at each of ``latency_rates``
+records/s in turn (below saturation); after ``latency_warmup_seconds`` at a rate, every record's
+arrival time on the target minus its produce timestamp is one sample, for
+``latency_seconds``. Full runs measure in ``latency_rounds`` rounds, every other round in
+reverse order (:func:`~kafka_dr.bench.report.round_schedule`); p50/p99 over a system's samples
+of every round together, and each round's p99 beside them. The one-process raw pipe is left
+out of latency (:data:`NO_LATENCY`).
 
 Broker warm-up (full runs): before anything is measured, ``warmup_records`` 100-byte records
 are produced on ``east`` and copied to ``west`` by the raw pipe, and small transactions run
@@ -61,10 +62,11 @@ from kafka_dr.bench.report import (
     failed,
     flatten,
     latency_figures,
+    latency_phase_name,
     megabytes,
     round_schedule,
 )
-from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, System
+from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, RawPipeOneProcess, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.topics import delete_topics, ensure_topic
@@ -74,6 +76,9 @@ log = logging.getLogger("kafka_dr.bench")
 
 #: seconds of small transactions on the target before anything is measured (full runs)
 WARMUP_TRANSACTION_SECONDS = 30.0
+#: systems measured for throughput only: below saturation one pipe runs the same code as the
+#: pipe per core, so its latency would add minutes to a run and nothing to the comparison
+NO_LATENCY = frozenset({"rawpipe1"})
 
 
 def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, timeout: float, say=print) -> None:
@@ -112,6 +117,7 @@ def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
         "mm2": lambda: Mm2(cfg, workdir),
         "mm2eos": lambda: Mm2ExactlyOnce(cfg, workdir),
         "rawpipe": lambda: RawPipe(cfg, workdir),
+        "rawpipe1": lambda: RawPipeOneProcess(cfg, workdir),
     }
     return [makers[n]() for n in names]
 
@@ -145,6 +151,7 @@ def backlog_phase(
     return {
         **_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
         "startup_seconds": round(tl.first - started, 2),
+        "launch_to_done_seconds": round(tl.done - started, 2),
         "peak_rss_mb": megabytes(peak),
         **cpu.figures(tl.first, tl.done, sum(source_ends)),
     }
@@ -170,7 +177,7 @@ def one_start_phases(
     records: int,
     sizes: list[int],
     partitions: int,
-    latency_rate: int,
+    latency_rates: list[int],
     latency_seconds: float,
     warmup_seconds: float,
     timeout: float,
@@ -207,24 +214,20 @@ def one_start_phases(
                     f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, "
                     f"copied {r['copied']}/{r['records']} (one start)"
                 )
+            if s.name in NO_LATENCY:
+                return
             try:
-                r = latency_figures(
-                    [
-                        measure_latency(
-                            s,
-                            topics[s.name]["latency"],
-                            partitions,
-                            latency_rate,
-                            latency_seconds,
-                            warmup_seconds,
-                            timeout,
-                        )
-                    ]
+                by_rate = measure_latency(
+                    s, topics[s.name]["latency"], partitions, latency_rates, latency_seconds, warmup_seconds, timeout
                 )
+                figures = {rate: latency_figures([r]) for rate, r in by_rate.items()}
             except Exception as e:  # noqa: BLE001 - as above
-                r = failed(LATENCY_METRICS, e)
-            results[s.name]["latency"] = r
-            say(f"[bench] {s.name:<8} latency: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (one start)")
+                figures = {rate: failed(LATENCY_METRICS, e) for rate in latency_rates}
+            for rate, r in figures.items():
+                results[s.name][latency_phase_name(rate)] = r
+                say(
+                    f"[bench] {s.name:<8} latency at {rate:,}/s: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (one start)"
+                )
 
         # all systems at once, each on its own topics: the quick run proves the plumbing in
         # under a minute; its figures are not a comparison (the full run measures one at a time)
@@ -287,7 +290,12 @@ def _backlog_while_running(
         timeout,
         alive=system.alive,
     )
-    return {**_copy_figures(system, topic, partitions, size, records, tl), "startup_seconds": None, "peak_rss_mb": None}
+    return {
+        **_copy_figures(system, topic, partitions, size, records, tl),
+        "startup_seconds": None,
+        "launch_to_done_seconds": None,
+        "peak_rss_mb": None,
+    }
 
 
 def run_bench(
@@ -296,9 +304,9 @@ def run_bench(
     records: int,
     sizes: list[int],
     partitions: int = 8,
-    latency_rate: int = 5000,
-    latency_seconds: float = 30.0,
-    warmup_seconds: float = 5.0,
+    latency_rates: tuple[int, ...] = (5000, 20000),
+    latency_seconds: float = 60.0,
+    warmup_seconds: float = 30.0,
     systems: tuple[str, ...] = SYSTEMS,
     timeout: float = 900.0,
     say=print,
@@ -321,8 +329,9 @@ def run_bench(
             "records": records,
             "partitions": partitions,
             "sizes": list(sizes),
-            "latency_rate": latency_rate,
+            "latency_rates": list(latency_rates),
             "latency_seconds": latency_seconds,
+            "latency_warmup_seconds": warmup_seconds,
             "latency_rounds": 1 if one_start else latency_rounds,
             "backlog_rounds": 1 if one_start else backlog_rounds,
         }
@@ -333,7 +342,7 @@ def run_bench(
                 records,
                 sizes,
                 partitions,
-                latency_rate,
+                list(latency_rates),
                 latency_seconds,
                 warmup_seconds,
                 min(timeout, 300),
@@ -348,18 +357,18 @@ def run_bench(
                 sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds, timeout, say
             ).items():
                 results[s][f"s{size}"] = r
-        for s, r in latency_rounds_phase(
-            sys_objs,
+        for s, phases in latency_rounds_phase(
+            [s for s in sys_objs if s.name not in NO_LATENCY],
             run,
             partitions,
-            latency_rate,
+            list(latency_rates),
             latency_seconds,
             warmup_seconds,
             latency_rounds,
             min(timeout, 300),
             say,
         ).items():
-            results[s]["latency"] = r
+            results[s].update(phases)
         return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
 
 

@@ -1,9 +1,10 @@
-"""The four systems under test behind one small interface.
+"""The five systems under test behind one small interface.
 
 Each replicates one source topic of the lab's ``east`` into a target topic of its own on
 ``west`` (so runs never interfere): ours into the same name (provenance policy, as the lab's
 flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy), MirrorMaker 2
-with exactly-once into ``east.eos.<topic>``, the raw pipe into ``raw.<topic>``.
+with exactly-once into ``east.eos.<topic>``, the raw pipe (a pipe per core) into
+``raw.<topic>`` and the one-process raw pipe into ``raw1.<topic>``.
 ``start(topics, continuous)`` launches the system as its own process (tree) for one topic or
 several, ``done(...)`` says whether a backlog is completely copied, ``stop()`` ends it.
 """
@@ -25,7 +26,9 @@ from kafka_dr.bench.mm2 import MirrorMaker2, Mm2Settings
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
+from kafka_dr.kafka.copy_tuning import CopyTuning
 from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.spark.job import JobOptions
 
 FLOW = "east_to_west"
 
@@ -205,6 +208,11 @@ class Mm2ExactlyOnce(Mm2):
         self._copied: dict[tuple[str, int], int] = {}
 
     def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
+        # transactions as long as ours may last: a backlog chunk's time bound, a streaming
+        # task's commit interval (MirrorMaker's default is a transaction per poll)
+        self.settings.transaction_interval_ms = round(
+            1000 * (JobOptions.commit_seconds if continuous else CopyTuning.chunk_seconds)
+        )
         super().start(topics, partitions, continuous)
         self._close_offsets()
 
@@ -247,11 +255,19 @@ class Mm2ExactlyOnce(Mm2):
 
 
 class RawPipe(System):
+    """The raw-pipe limit with one pipe per core (:mod:`kafka_dr.bench.rawpipe`), sharing the
+    partitions: what this machine's brokers and librdkafka from Python allow."""
+
     name = "rawpipe"
     guarantee = "none (at-least-once at best)"
+    prefix = "raw."
+
+    def __init__(self, cfg: DrConfig, workdir: Path, processes: int | None = None) -> None:
+        super().__init__(cfg, workdir)
+        self.processes = processes or os.cpu_count() or 1
 
     def target_topic(self, topic: str) -> str:
-        return f"raw.{topic}"
+        return f"{self.prefix}{topic}"
 
     def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
         topics = [topics] if isinstance(topics, str) else topics
@@ -267,9 +283,21 @@ class RawPipe(System):
             self.target.bootstrap_servers,
             *[a for t in topics for a in ("--topic", t)],
             "--target-prefix",
-            "raw.",
+            self.prefix,
             "--partitions",
             str(partitions),
+            "--processes",
+            str(self.processes),
             *([] if continuous else ["--until-end"]),
         ]
         self._spawn(cmd, f"rawpipe-{topics[0]}.log")
+
+
+class RawPipeOneProcess(RawPipe):
+    """One pipe, one Python thread: the second, lower reference."""
+
+    name = "rawpipe1"
+    prefix = "raw1."
+
+    def __init__(self, cfg: DrConfig, workdir: Path) -> None:
+        super().__init__(cfg, workdir, processes=1)

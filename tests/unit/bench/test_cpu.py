@@ -41,7 +41,15 @@ def test_the_table_shows_the_cpu_of_each_backlog_phase_that_has_it():
         "cpu_us_per_record": 21.3,
     }
     flat = flatten(
-        {"run": "r", "records": 10, "partitions": 8, "sizes": [100], "latency_rate": 1, "latency_seconds": 1.0},
+        {
+            "run": "r",
+            "records": 10,
+            "partitions": 8,
+            "sizes": [100],
+            "latency_rates": [1],
+            "latency_seconds": 1.0,
+            "latency_warmup_seconds": 0.0,
+        },
         {"ours": "exactly-once", "rawpipe": "none"},
         {"ours": {"s100": phase}, "rawpipe": {"s100": {**phase, "cpu_busy_cores": None}}},
     )

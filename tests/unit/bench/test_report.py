@@ -20,8 +20,9 @@ PARAMS = {
     "records": 1000,
     "partitions": 8,
     "sizes": [100],
-    "latency_rate": 500,
+    "latency_rates": [500],
     "latency_seconds": 5.0,
+    "latency_warmup_seconds": 1.0,
     "latency_rounds": 2,
     "backlog_rounds": 1,
 }
@@ -33,6 +34,8 @@ def backlog(rps, mbps):
         "mb_per_s": mbps,
         "copy_seconds": 1.0,
         "startup_seconds": 2.0,
+        "launch_to_done_seconds": 3.0,
+        "cpu_us_per_record": rps / 100,
         "records": 1000,
         "copied": 1000,
         "complete": True,
@@ -52,27 +55,35 @@ def latency(p50, p99):
 
 
 RESULTS = {
-    "ours": {"s100": backlog(800, 0.08), "latency": latency(900.0, 1500.0)},
-    "mm2": {"s100": backlog(1000, 0.1), "latency": latency(30.0, 100.0)},
-    "mm2eos": {"s100": backlog(400, 0.04), "latency": latency(300.0, 3000.0)},
-    "rawpipe": {"s100": backlog(1600, 0.16), "latency": latency(10.0, 20.0)},
+    "ours": {"s100": backlog(800, 0.08), "latency500": latency(900.0, 1500.0)},
+    "mm2": {"s100": backlog(1000, 0.1), "latency500": latency(30.0, 100.0)},
+    "mm2eos": {"s100": backlog(400, 0.04), "latency500": latency(300.0, 3000.0)},
+    "rawpipe": {"s100": backlog(1600, 0.16), "latency500": latency(10.0, 20.0)},
+    "rawpipe1": {"s100": backlog(1000, 0.1)},  # throughput only
 }
 GUARANTEES = {
     "ours": "exactly-once",
     "mm2": "at-least-once",
     "mm2eos": "exactly-once (MirrorMaker 2)",
     "rawpipe": "none",
+    "rawpipe1": "none",
 }
+SYSTEMS = ["ours", "mm2", "mm2eos", "rawpipe", "rawpipe1"]
 
 
 def test_flatten_has_every_figure_and_the_ratios():
     flat = flatten(PARAMS, GUARANTEES, RESULTS)
-    assert expected_keys(["ours", "mm2", "mm2eos", "rawpipe"], [100]) <= set(flat)
-    assert flat["ours_s100_records_per_s"] == 800 and flat["mm2_latency_p99_ms"] == 100.0
+    assert expected_keys(SYSTEMS, [100], [500], latency_systems=SYSTEMS[:4]) <= set(flat)
+    assert flat["ours_s100_records_per_s"] == 800 and flat["mm2_latency500_p99_ms"] == 100.0
     assert flat["ratio_ours_mm2_s100_records_per_s"] == 0.8
-    assert flat["ratio_ours_rawpipe_s100_records_per_s"] == 0.5
-    assert flat["ratio_ours_mm2_latency_p99_ms"] == 15.0
-    assert flat["ratio_ours_mm2eos_s100_records_per_s"] == 2.0 and flat["ratio_ours_mm2eos_latency_p99_ms"] == 0.5
+    assert (
+        flat["ratio_ours_rawpipe_s100_records_per_s"] == 0.5 and flat["ratio_ours_rawpipe1_s100_records_per_s"] == 0.8
+    )
+    assert flat["ratio_ours_rawpipe_s100_cpu_us_per_record"] == 0.5 and flat["ours_s100_launch_to_done_seconds"] == 3.0
+    assert flat["ratio_ours_mm2_latency500_p99_ms"] == 15.0
+    assert flat["ratio_ours_mm2_latency500_p99_ms_by_round"] == [15.141, 14.861]
+    assert flat["ratio_ours_mm2eos_s100_records_per_s"] == 2.0 and flat["ratio_ours_mm2eos_latency500_p99_ms"] == 0.5
+    assert not [k for k in flat if k.startswith("rawpipe1_latency") or k.startswith("ratio_ours_rawpipe1_latency")]
 
 
 def test_ratio_is_none_without_a_figure():
@@ -83,7 +94,7 @@ def test_table_names_every_system_and_the_json_line_is_one_line():
     flat = flatten(PARAMS, GUARANTEES, RESULTS)
     text = table(flat)
     assert "Throughput (backlog)" in text and "End-to-end latency" in text
-    for s in ("ours", "mm2", "mm2eos", "rawpipe", "exactly-once", "at-least-once"):
+    for s in ("ours", "mm2", "mm2eos", "rawpipe", "rawpipe1", "exactly-once", "at-least-once"):
         assert s in text
     assert "\n" not in json_line(flat)
 
@@ -104,14 +115,19 @@ def test_mm2_properties_enable_exactly_once_for_the_target_and_name_remote_topic
         ClusterConfig(name="west", bootstrap_servers="127.0.0.1:2"),
     )
     plain = mm2_properties(east, west, "t", Mm2Settings())
-    assert "exactly.once" not in plain and "separator" not in plain
-    eos = mm2_properties(east, west, "t", Mm2Settings(exactly_once=True, separator=".eos."))
+    assert "exactly.once" not in plain and "separator" not in plain and "transaction" not in plain
+    assert "interval.seconds" not in plain  # MirrorMaker's own intervals, as it ships
+    eos = mm2_properties(
+        east, west, "t", Mm2Settings(exactly_once=True, separator=".eos.", transaction_interval_ms=5000)
+    )
     lines = set(eos.splitlines())
     assert {
         "west.exactly.once.source.support = enabled",
         "dedicated.mode.enable.internal.rest = true",
         "replication.policy.separator = .eos.",
         "east.consumer.isolation.level = read_committed",
+        "transaction.boundary = interval",
+        "transaction.boundary.interval.ms = 5000",
     } <= lines
     assert "east.exactly.once.source.support = enabled" not in lines  # only the target is written to
 
@@ -144,9 +160,9 @@ def test_latency_rounds_are_pooled_before_the_percentiles_and_each_round_keeps_i
 
 def test_the_latency_table_shows_each_rounds_p99_and_says_how_many_rounds():
     text = table(flatten(PARAMS, GUARANTEES, RESULTS))
-    assert "per system in 2 rounds (every other one in reverse order)" in text
+    assert "latency at 500 records/s, 5 s each after 1 s of warm-up per system in 2 rounds" in text
     ours = next(line for line in text.splitlines() if line.startswith("ours ") and "1,499 / 1,501" in line)
-    assert "1,500" in ours
+    assert "1,500" in ours and "     500" in ours
 
 
 def _round(rps, seconds, **extra):
@@ -155,6 +171,7 @@ def _round(rps, seconds, **extra):
         "mb_per_s": rps * 100 / 1e6,
         "copy_seconds": seconds,
         "startup_seconds": 20.0,
+        "launch_to_done_seconds": 20.0 + seconds,
         "records": rps * seconds,
         "copied": rps * seconds,
         "complete": True,
@@ -185,6 +202,7 @@ def test_backlog_rounds_pool_every_record_over_every_window_and_keep_each_rounds
         and r["complete"] is True
     )
     assert r["startup_seconds"] == 25.0 and r["peak_rss_mb"] == 300 and r["synced_mb"] == 7
+    assert r["launch_to_done_seconds"] == 27.5  # the mean of 25 and 30
     # cores weighted by window: (2.0 x 5 + 1.0 x 10) / 15; busy CPU per record: 20 core-seconds / 2,000,000 records
     assert (
         r["cpu_busy_cores"] == 1.33

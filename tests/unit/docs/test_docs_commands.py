@@ -40,6 +40,6 @@ def test_long_running_commands_parse_and_validate(command):
     if args.cmd == "bench":
         from kafka_dr.bench.cli import FULL, QUICK, validated
 
-        systems, sizes = validated(args, QUICK if args.quick else FULL)
-        assert systems and sizes
+        systems, sizes, rates = validated(args, QUICK if args.quick else FULL)
+        assert systems and sizes and rates
     assert (REPO / COMMANDS[command].covered_by).exists()
