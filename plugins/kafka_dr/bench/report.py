@@ -25,6 +25,7 @@ BACKLOG_METRICS = (
     "copy_seconds",
     "startup_seconds",
     "launch_to_done_seconds",
+    "startup_timeline",
     "records",
     "copied",
     "complete",
@@ -105,6 +106,7 @@ def backlog_figures(rounds: list[dict]) -> dict:
         "complete": all(r["complete"] for r in rounds),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in rounds),
         "records_per_s_by_round": [r["records_per_s"] for r in rounds],
+        "startup_timeline": mean_timeline([r.get("startup_timeline") or {} for r in rounds]),
     }
     if any("synced_mb" in r for r in rounds):
         out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
@@ -117,6 +119,12 @@ def backlog_figures(rounds: list[dict]) -> dict:
             sum(r["cpu_busy_cores"] * r["copy_seconds"] for r in timed) / sum(r["records"] for r in timed) * 1e6, 1
         )
     return out
+
+
+def mean_timeline(timelines: list[dict[str, float]]) -> dict[str, float]:
+    """Each start-up step's mean over the rounds that logged it, in the order of the steps."""
+    marks = sorted({m for t in timelines for m in t}, key=lambda m: min(t[m] for t in timelines if m in t))
+    return {m: round(sum(t[m] for t in timelines if m in t) / sum(m in t for t in timelines), 2) for m in marks}
 
 
 def ratio(a, b) -> float | None:
@@ -241,6 +249,12 @@ def table(flat: dict) -> str:
                 f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
                 f"{_f(flat.get(k + 'us_per_record'), 1):>11}"
             )
+    steps = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_startup_timeline")]
+    if steps:
+        lines += ["", "Start-up (seconds from the launch to each step, mean over the rounds)"]
+        for size, s in steps:
+            timeline = flat[f"{s}_s{size}_startup_timeline"]
+            lines.append(f"  {s:<9}{size:>5} B: " + ", ".join(f"{m} {v:g}" for m, v in timeline.items()))
     head = (
         f"{'system':<9}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
     )

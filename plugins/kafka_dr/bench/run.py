@@ -126,7 +126,7 @@ def backlog_phase(
     system: System, topic: str, partitions: int, size: int, source_ends: list[int], timeout: float
 ) -> dict:
     west = system.target
-    started = time.monotonic()
+    started, launched = time.monotonic(), time.time()
     system.start(topic, partitions, continuous=False)
     rss = PeakRss(system.pid).start()
     cpu = CpuWindow(system.pid).start()
@@ -152,6 +152,7 @@ def backlog_phase(
         **_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
         "startup_seconds": round(tl.first - started, 2),
         "launch_to_done_seconds": round(tl.done - started, 2),
+        "startup_timeline": {**system.timeline(topic, launched), "first record": round(tl.first - started, 2)},
         "peak_rss_mb": megabytes(peak),
         **cpu.figures(tl.first, tl.done, sum(source_ends)),
     }
@@ -294,6 +295,7 @@ def _backlog_while_running(
         **_copy_figures(system, topic, partitions, size, records, tl),
         "startup_seconds": None,
         "launch_to_done_seconds": None,
+        "startup_timeline": None,
         "peak_rss_mb": None,
     }
 

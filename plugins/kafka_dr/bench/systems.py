@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -31,6 +32,17 @@ from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.spark.job import JobOptions
 
 FLOW = "east_to_west"
+_TIMELINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO kafka_dr\.replicate timeline: (.+)$", re.M)
+
+
+def start_up_timeline(log: str, launched: float) -> dict[str, float]:
+    """Seconds from ``launched`` (epoch) to the first of each ``timeline:`` mark in a job's log
+    (its times are local, to the millisecond)."""
+    out: dict[str, float] = {}
+    for stamp, mark in _TIMELINE.findall(log):
+        when = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        out.setdefault(mark.strip(), round(when - launched, 2))
+    return out
 
 
 class System:
@@ -80,6 +92,11 @@ class System:
     def log_tail(self, n: int = 30) -> str:
         logs = sorted(self.workdir.glob("*.log"), key=lambda f: f.stat().st_mtime)
         return "\n".join(logs[-1].read_text(errors="replace").splitlines()[-n:]) if logs else ""
+
+    def timeline(self, topic: str, launched: float) -> dict[str, float]:
+        """Seconds from the launch (``launched``, epoch) to each step of the start-up the system
+        logs; none by default."""
+        return {}
 
 
 class Ours(System):
@@ -139,6 +156,11 @@ class Ours(System):
         ]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         self._spawn(cmd, f"job-{topic}.log", env)
+
+    def timeline(self, topic: str, launched: float) -> dict[str, float]:
+        """The job's ``timeline:`` log lines (kafka_dr.spark.job) of its run on ``topic``."""
+        log = self.workdir / f"job-{topic}.log"
+        return start_up_timeline(log.read_text(errors="replace"), launched) if log.exists() else {}
 
     def done(self, topic: str, partitions: int, source_ends: list[int], target_total: int) -> bool:
         """Copy complete = the flow's committed progress reached every partition's end

@@ -135,8 +135,10 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         spark = spark_session(
             run.cfg, f"kafka-dr-{run.flow.name}", opts.master, driver_java_options(opts.master, run.cfg.spark.conf)
         )
+        log.info("timeline: spark session")
     spark.dataSource.register(ReplicationSource)
     sink = MetricsSink(run.cfg, run.flow, continuous=run.mode is FlowMode.CONTINUOUS)
+    log.info("timeline: metrics sink")
     stop = Stop(opts.stop_file)
     try:
         with stop_on_signals(stop), stop_when(stop, lambda: _failover_reason(run), FAILOVER_CHECK_SECONDS):
@@ -259,6 +261,7 @@ def _attempt(spark, run: FlowRun, sink: MetricsSink, stop: Stop, deadline: float
         log.info(
             "flow %s: %s query started (%s -> %s)", run.flow.name, run.mode.value, run.flow.source, run.flow.target
         )
+        log.info("timeline: query started")
         sink.last_batch[0] = time.monotonic()
         stalled = supervise(
             query, stop, deadline, sink.last_batch, STALL_SECONDS + run.opts.task_seconds if run.streaming else None
@@ -428,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stdout
         )
         logging.getLogger("py4j").setLevel(logging.WARNING)  # its INFO lines are connection chatter
+        log.info("timeline: interpreter")  # the start-up's steps, for kafka-dr bench (TIMELINE)
         summary = run_flow(opts)
         print(json.dumps({"kafka_dr.summary": summary.__dict__}), flush=True)
         return 0

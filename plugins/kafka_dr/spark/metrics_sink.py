@@ -79,6 +79,8 @@ class MetricsSink:
             self.watch_selection()
         self.summary.batches += 1
         self.last_batch[0] = self.progressed_at = time.monotonic()
+        if self.summary.batches == 1:
+            log.info("timeline: first batch")
 
     def _publish(self, row: dict) -> None:
         line = json.dumps(row, separators=(",", ":"))

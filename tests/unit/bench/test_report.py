@@ -35,6 +35,7 @@ def backlog(rps, mbps):
         "copy_seconds": 1.0,
         "startup_seconds": 2.0,
         "launch_to_done_seconds": 3.0,
+        "startup_timeline": {"first record": 2.0},
         "cpu_us_per_record": rps / 100,
         "records": 1000,
         "copied": 1000,
@@ -224,3 +225,28 @@ def test_one_backlog_round_gives_its_own_figures_and_the_table_shows_the_rounds(
     text = table(flat)
     assert "Throughput (backlog, 2 rounds of every size, every other one in reverse order)" in text
     assert [ln for ln in text.splitlines() if ln.startswith("ours ") and ln.endswith("200,000 / 100,000")]
+
+
+def test_the_start_up_timeline_is_read_from_the_jobs_log_and_averaged_over_rounds():
+    from datetime import datetime
+
+    from kafka_dr.bench.report import mean_timeline
+    from kafka_dr.bench.systems import start_up_timeline
+
+    launched = datetime(2026, 11, 27, 18, 0, 0).timestamp()
+    log = (
+        "2026-11-27 18:00:02,500 INFO kafka_dr.replicate timeline: interpreter\n"
+        "2026-11-27 18:00:03,000 WARN org.apache.spark something else\n"
+        "2026-11-27 18:00:09,250 INFO kafka_dr.replicate timeline: spark session\n"
+        "2026-11-27 18:00:12,000 INFO kafka_dr.replicate timeline: query started\n"
+        "2026-11-27 18:00:40,000 INFO kafka_dr.replicate timeline: query started\n"  # a restart: the first counts
+    )
+    first = start_up_timeline(log, launched)
+    assert first == {"interpreter": 2.5, "spark session": 9.25, "query started": 12.0}
+    second = {"interpreter": 3.5, "spark session": 10.75, "first record": 20.0}
+    assert list(mean_timeline([first, second]).items()) == [
+        ("interpreter", 3.0),
+        ("spark session", 10.0),
+        ("query started", 12.0),
+        ("first record", 20.0),
+    ]
