@@ -110,15 +110,16 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
         )
         == 2
     ), out[-2000:]
-    # the pipe's own CPU is part of the machine's (a tick of sampling apart)
-    assert 0 < figures["rawpipe_s100_cpu_own_cores"] <= figures["rawpipe_s100_cpu_busy_cores"] + 0.1
+    # the pipe's own CPU is part of the machine's (a tick of sampling apart; the pipe per core's children are found
+    # by the tree walk once a second, longer than its copy of this small backlog may take)
+    assert 0 < figures["rawpipe1_s100_cpu_own_cores"] <= figures["rawpipe1_s100_cpu_busy_cores"] + 0.1
     assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(
         figures["rawpipe_latency1000_synced_mb"], int
     )
     # both pipes copied everything (the pipe per core in one process per core, each with its share of the partitions)
     assert figures["rawpipe1_s100_copied"] == 80000 == figures["rawpipe_s100_copied"]
     for pipe in ("rawpipe", "rawpipe1"):
-        assert 0 < figures[f"{pipe}_s100_startup_seconds"] < figures[f"{pipe}_s100_launch_to_done_seconds"]
+        assert 0 <= figures[f"{pipe}_s100_startup_seconds"] < figures[f"{pipe}_s100_launch_to_done_seconds"]
     # latency in two rounds (the second in reverse order), each after the page cache was written out, at each rate
     assert figures["latency_rounds"] == 2 and figures["latency_rates"] == [1000, 2000]
     for rate in (1000, 2000):

@@ -128,7 +128,10 @@ def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: s
             else []
         ),
         *(
-            ["transaction.boundary = interval", f"transaction.boundary.interval.ms = {s.transaction_interval_ms}"]
+            [
+                f"{a}->{b}.transaction.boundary = interval",
+                f"{a}->{b}.transaction.boundary.interval.ms = {s.transaction_interval_ms}",
+            ]
             if s.exactly_once and s.transaction_interval_ms is not None
             else []
         ),

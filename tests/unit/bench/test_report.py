@@ -127,8 +127,8 @@ def test_mm2_properties_enable_exactly_once_for_the_target_and_name_remote_topic
         "dedicated.mode.enable.internal.rest = true",
         "replication.policy.separator = .eos.",
         "east.consumer.isolation.level = read_committed",
-        "transaction.boundary = interval",
-        "transaction.boundary.interval.ms = 5000",
+        "east->west.transaction.boundary = interval",
+        "east->west.transaction.boundary.interval.ms = 5000",
     } <= lines
     assert "east.exactly.once.source.support = enabled" not in lines  # only the target is written to
 
