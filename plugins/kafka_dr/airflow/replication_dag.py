@@ -80,7 +80,8 @@ class ReplicateFlowOperator(SparkSubmitOperator):
         resolve = airflow_resolver()
         # every attempt, retries included: a retry of a run that began before a failover
         # must not start the flow again (a failback copies between the two itself)
-        skip_if_failed_over(cfg, {f.name: f for f in cfg.flows}[self.flow], resolve)
+        flow = {f.name: f for f in cfg.flows}[self.flow]
+        skip_if_failed_over(cfg, flow, resolve)
         secrets = {}
         for cluster in cfg.clusters.values():
             for ref in config_refs(cluster.client):
@@ -88,7 +89,6 @@ class ReplicateFlowOperator(SparkSubmitOperator):
                     secrets[ref_env_name(ref)] = resolve(ref)
         self.env_vars = {**(self.env_vars or {}), **secrets}
         self.killed_by_airflow = False
-        flow = {f.name: f for f in cfg.flows}[self.flow]
         return submit_until_done(
             lambda: super(ReplicateFlowOperator, self).execute(context),
             lambda: skip_if_failed_over(cfg, flow, resolve),

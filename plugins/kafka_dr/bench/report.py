@@ -5,8 +5,8 @@ Figures are nested as ``results[system][phase][metric]`` (phase ``s<size>`` for 
 into the JSON line as ``<system>_<phase>_<metric>``, plus ``ratio_ours_<other>_<phase>_<metric>``
 for throughput, CPU per record and latency (each round's p99 too), and the run's parameters.
 Full runs add ``synced_mb`` to every phase: the dirty page-cache data written out before it
-(:mod:`kafka_dr.bench.disk`), and to every backlog phase where the CPU went over its copy window (``cpu_*``,
-:mod:`kafka_dr.bench.cpu`).
+(:mod:`kafka_dr.bench.disk`), and to every backlog phase the CPU over its copy window
+(``cpu_*``, :mod:`kafka_dr.bench.cpu`).
 
 A system's latency may be measured in several rounds (:func:`round_schedule`); its p50 and
 p99 are over every round's samples together (:func:`latency_figures`), and
