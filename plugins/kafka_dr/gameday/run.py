@@ -25,6 +25,7 @@ from kafka_dr.gameday.report import json_line, table
 from kafka_dr.gameday.script import DISASTER, FULL, Pace, Step, script
 from kafka_dr.gameday.traffic import Traffic, TrafficSettings, ensure_topics
 from kafka_dr.gameday.verdict import (
+    ALERTING,
     alerts_from,
     checks_for,
     disaster_figures,
@@ -157,14 +158,17 @@ def _settle(d: Deployment, view, timeout: float, say) -> dict:
         time.sleep(10)
 
 
-def next_start(scheduled: float, injected: list[faults.Injected], recovery_s: float) -> float:
-    """When the next fault starts: as scheduled, or ``recovery_s`` after the last one ended
+def next_start(scheduled: float, injected: list[faults.Injected], pace: Pace) -> float:
+    """When the next fault starts: as scheduled, or ``pace.recovery_s`` after the last one ended
     when that one ran late (a broker's restart, a long cut), so that each fault's recovery is
-    measured on its own."""
+    measured on its own. After a fault that is due an alert, not before its late copies have
+    left data quality's latency window: a run that flags them alerts for that fault, and its
+    alert must fall in that fault's window, not the next one's."""
     if not injected:
         return scheduled
     last = injected[-1]
-    return max(scheduled, (last.ended or last.began) + recovery_s)
+    settle = max(pace.recovery_s, pace.latency_window_s) if last.fault in ALERTING else pace.recovery_s
+    return max(scheduled, (last.ended or last.began) + settle)
 
 
 def is_first_up(dag_id: str) -> bool:
@@ -209,7 +213,7 @@ def run_gameday(
         injected: list[faults.Injected] = []
         disaster: DisasterLog | None = None
         for step in steps:
-            _until(next_start(t0 + step.at_s, injected, pace.recovery_s))
+            _until(next_start(t0 + step.at_s, injected, pace))
             say(f"fault: {step.fault}")
             if step.fault == DISASTER:
                 ready.result()  # an operator fails over a deployment that was ready for it

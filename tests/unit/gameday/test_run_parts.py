@@ -14,7 +14,7 @@ from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
 from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
 from kafka_dr.gameday.report import FaultRow, json_line, table
 from kafka_dr.gameday.run import in_background, next_start
-from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, minimum_minutes, script, short_script
+from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, Pace, minimum_minutes, script, short_script
 from kafka_dr.gameday.verdict import Alert, alerts_from, fault_rows, targets
 
 
@@ -37,10 +37,19 @@ def test_the_short_script_has_one_fault_of_each_kind_then_the_disaster():
 
 
 def test_a_fault_that_ran_late_pushes_the_next_one_back_by_the_recovery_time():
-    assert next_start(100.0, [], 60.0) == 100.0
-    assert next_start(100.0, [Injected("spark-executor", 30.0)], 60.0) == 100.0  # over at once, on time
+    pace = Pace(recovery_s=60.0, latency_window_s=120)
+    assert next_start(100.0, [], pace) == 100.0
+    assert next_start(100.0, [Injected("spark-executor", 30.0)], pace) == 100.0  # over at once, on time
     leader = Injected("target-leader", 60.0, 147.0)  # a broker's restart took 87 s
-    assert next_start(120.0, [leader], 60.0) == 147.0 + 60.0
+    assert next_start(120.0, [leader], pace) == 147.0 + 60.0
+
+
+def test_the_fault_after_a_network_cut_waits_until_the_cuts_late_copies_left_the_latency_window():
+    pace = Pace(recovery_s=60.0, latency_window_s=120)
+    cut = Injected("target-network-cut", 100.0, 160.0)
+    assert next_start(190.0, [cut], pace) == 160.0 + 120.0
+    assert next_start(300.0, [cut], pace) == 300.0  # scheduled later than that: on time
+    assert next_start(190.0, [cut], Pace(recovery_s=60.0, latency_window_s=30)) == 160.0 + 60.0
 
 
 def test_a_background_call_hands_its_result_or_its_error_to_whoever_waits():
