@@ -70,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidInput([f"--brokers {args.brokers}: must be between 1 and {MAX_BROKERS}"])
         path = lab.up(count=args.clusters, base_port=args.base_port, secure=args.secure, brokers=args.brokers)
         print_status(lab)
+        print_proxy_notes(lab)
         print(f"\nlab config: {path}")
         if args.secure:
             print(f"secrets:    source {lab.root / 'secrets.env'}   (kafka-dr's login, for ${{env:...}})")
@@ -82,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
         if not lab.clusters():
             print(f"no lab in {lab.root} (run `kafka-dr lab up`)")
             return 1
-        return 0 if print_status(lab) else 1
+        ok = print_status(lab)
+        print_proxy_notes(lab)
+        return 0 if ok else 1
     else:
         if find_named(lab.clusters(), args.name) is None:
             raise InvalidInput(
@@ -117,6 +120,18 @@ def print_status(lab) -> bool:
         for b in c.brokers:
             print(_row(f"  {b.name}", b.bootstrap, b.pid or "-", _state(b)))
     return all(c.answering for c in clusters)
+
+
+def print_proxy_notes(lab) -> None:
+    """A cluster of a game day's or a drill's lab sends its clients to a TCP proxy that only
+    that run serves: without it, only the plaintext listener past the proxy answers."""
+    for c in lab.clusters():
+        if c.proxy_port:
+            direct = ",".join(b.direct for b in c.nodes)
+            print(
+                f"\nnote: {c.name} sends its clients to a proxy that only a running `kafka-dr gameday` or "
+                f"`kafka-dr drill` serves; meanwhile its brokers answer past the proxy at {direct}"
+            )
 
 
 def _row(name, address, pid, state, cluster: tuple = ()) -> str:
