@@ -15,10 +15,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "plugins" / "kafka_dr"
 #: count as layers of their own name (``alerts``, ``entry``, ``demo``).
 ALLOWED = {
     "core": set(),
-    "kafka": {"core"},
+    # where fetched jars and built archives live: a path from the environment, nothing else
+    "cache": set(),
+    "kafka": {"core", "cache"},
     "alerts": {"core"},
     "entry": {"core"},
-    "spark": {"core", "kafka", "alerts", "entry"},
+    "spark": {"core", "kafka", "alerts", "entry", "cache"},
     "dq": {"core", "kafka", "spark", "entry"},
     "workflows": {"core", "kafka", "spark", "dq", "alerts"},
     "airflow": {"core", "kafka", "spark", "dq", "workflows", "alerts"},

@@ -33,6 +33,7 @@ from airflow.sdk import DAG, task
 from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
+from kafka_dr.spark.class_archive import with_class_archive
 from kafka_dr.spark.driver_options import driver_java_options
 
 REPO = Path(__file__).resolve().parents[3]
@@ -192,11 +193,13 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             name=f"kafka-dr-{flow.name}",
             # the driver's JVM options in local mode (kafka_dr.spark.driver_options): the
             # connection is made from spark.master (`kafka-dr airflow env`), so that decides
-            conf={
-                "spark.ui.showConsoleProgress": "false",
-                **driver_java_options(cfg.spark.master, cfg.spark.conf),
-                **dict(cfg.spark.conf),
-            },
+            conf=with_class_archive(
+                {
+                    "spark.ui.showConsoleProgress": "false",
+                    **driver_java_options(cfg.spark.master, cfg.spark.conf),
+                    **dict(cfg.spark.conf),
+                }
+            ),
             env_vars=_spark_env(),
             # the job gave up (a cluster stays unreachable, a refusal); not a killed driver
             on_failure_callback=failure_callbacks(cfg.alerts, quiet=(DriverKilled,)),

@@ -8,11 +8,12 @@ broker, tools and MirrorMaker 2 this way; the client-quota helper only Kafka's c
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+
+from kafka_dr.cache import cache_root
 
 KAFKA_VERSION = "4.3.1"
 CLIENTS_POM = Path(__file__).with_name("java") / "clients-pom.xml"
@@ -20,10 +21,6 @@ CLIENTS_POM = Path(__file__).with_name("java") / "clients-pom.xml"
 
 class JavaPrerequisiteMissing(RuntimeError):
     """Java 17+ or Maven is missing, or Maven could not fetch the jars."""
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("KAFKA_DR_CACHE", Path.home() / ".cache" / "kafka-dr"))
 
 
 def java_major_version(java: str = "java") -> int:

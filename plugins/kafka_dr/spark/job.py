@@ -101,6 +101,7 @@ def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str
     win, except the few every job keeps (``executor_conf.FIXED``)."""
     from pyspark.sql import SparkSession
 
+    from kafka_dr.spark.class_archive import with_class_archive
     from kafka_dr.spark.executor_conf import FIXED, executor_secrets
 
     # Spark starts Python workers (data-source planners included) with $PYSPARK_PYTHON, read
@@ -109,7 +110,7 @@ def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str
     builder = SparkSession.builder.appName(app_name)
     if master:
         builder = builder.master(master)
-    for k, v in {
+    settings = {
         "spark.sql.shuffle.partitions": "2",
         "spark.ui.showConsoleProgress": "false",
         "spark.pyspark.python": sys.executable,
@@ -118,7 +119,8 @@ def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str
         **(extra or {}),
         **dict(cfg.spark.conf),
         **FIXED,
-    }.items():
+    }
+    for k, v in with_class_archive(settings).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

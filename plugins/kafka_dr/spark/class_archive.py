@@ -1,0 +1,73 @@
+"""A class-data archive of the Spark driver JVM's classes: a driver started with it maps the
+classes it loads at start-up instead of reading and verifying each from the jars.
+
+A Spark driver loads some ten thousand classes before its first micro-batch, and on a busy
+host that is most of a restarted job's start-up (docs/benchmarks.md, "Start-up"). The JVM's
+dynamic class-data sharing (JDK 13+) writes the classes a run loaded to an archive when it
+exits (``-XX:ArchiveClassesAtExit``); later JVMs with the same classpath map it
+(``-XX:SharedArchiveFile``). :func:`ensure_archive` makes one by running a short local job
+(``make setup`` does); :func:`with_class_archive` adds it to a job's driver options when it
+exists. A JVM that cannot use it (another JDK, another classpath) warns and starts without it.
+
+The archive belongs to this host's pyspark install and JDK: it lives in
+``$KAFKA_DR_CACHE/spark-<pyspark version>-classes.jsa`` (default ``~/.cache/kafka-dr``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from importlib.metadata import version
+from pathlib import Path
+
+from kafka_dr.cache import cache_root
+
+DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
+#: options after which the driver's class sharing is the operator's own
+OPERATOR_SHARING = ("-Xshare", "-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit")
+#: the short job that loads what a replication driver loads: a session, a batch, a streaming query
+WARM_UP = Path(__file__).with_name("class_archive_job.py")
+
+
+def archive_file() -> Path:
+    return cache_root() / f"spark-{version('pyspark')}-classes.jsa"
+
+
+def with_class_archive(conf: Mapping[str, str], archive: Path | None = None) -> dict[str, str]:
+    """``conf`` with the archive added to the driver's JVM options, when the archive exists and
+    the options leave class sharing alone."""
+    archive = archive or archive_file()
+    options = conf.get(DRIVER_OPTIONS, "")
+    if not archive.is_file() or any(o in options for o in OPERATOR_SHARING):
+        return dict(conf)
+    return {**conf, DRIVER_OPTIONS: f"{options} -XX:SharedArchiveFile={archive}".strip()}
+
+
+def ensure_archive(java_options: str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1") -> Path:
+    """The archive, made once by a local warm-up job (about 20 s). Raises RuntimeError with the
+    job's last lines when it fails."""
+    target = archive_file()
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    env = {
+        **os.environ,
+        "PYSPARK_PYTHON": sys.executable,
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+    }
+    options = f"{java_options} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off"
+    command = ["spark-submit", "--master", "local[1]", "--conf", f"{DRIVER_OPTIONS}={options}", str(WARM_UP)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    if done.returncode != 0 or not partial.is_file():
+        partial.unlink(missing_ok=True)
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+        raise RuntimeError(f"spark class archive: the warm-up job failed (exit {done.returncode}):\n{tail}")
+    partial.replace(target)  # atomic: a JVM never maps a half-written archive
+    return target
+
+
+if __name__ == "__main__":
+    print(f"spark class archive: {ensure_archive()}")

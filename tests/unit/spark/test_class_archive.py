@@ -1,0 +1,30 @@
+"""The driver's class archive is added to a job's JVM options only when it exists and the
+options leave class sharing alone."""
+
+from __future__ import annotations
+
+from kafka_dr.spark.class_archive import DRIVER_OPTIONS, with_class_archive
+
+
+def test_an_existing_archive_is_added_after_the_drivers_own_options(tmp_path):
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"jsa")
+    conf = {DRIVER_OPTIONS: "-XX:+UseSerialGC", "spark.master": "local[2]"}
+    out = with_class_archive(conf, archive)
+    assert out == {DRIVER_OPTIONS: f"-XX:+UseSerialGC -XX:SharedArchiveFile={archive}", "spark.master": "local[2]"}
+    assert conf[DRIVER_OPTIONS] == "-XX:+UseSerialGC"  # the caller's settings are not changed
+    assert with_class_archive({}, archive) == {DRIVER_OPTIONS: f"-XX:SharedArchiveFile={archive}"}
+
+
+def test_no_archive_leaves_the_options_as_they_are(tmp_path):
+    conf = {DRIVER_OPTIONS: "-XX:+UseSerialGC"}
+    assert with_class_archive(conf, tmp_path / "missing.jsa") == conf
+    assert with_class_archive({}, tmp_path / "missing.jsa") == {}
+
+
+def test_options_that_set_class_sharing_themselves_are_the_operators(tmp_path):
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"jsa")
+    for own in ("-Xshare:off", "-XX:SharedArchiveFile=/opt/mine.jsa", "-XX:ArchiveClassesAtExit=/tmp/x.jsa"):
+        conf = {DRIVER_OPTIONS: f"-Xmx2g {own}"}
+        assert with_class_archive(conf, archive) == conf
