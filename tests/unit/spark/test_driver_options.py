@@ -46,8 +46,23 @@ def _replicate_conf(tmp_path, spark_block: str) -> dict:
     return dag.get_task("replicate").conf
 
 
-def test_the_dags_spark_submit_passes_them_for_a_local_master(tmp_path):
+def test_the_dags_spark_submit_passes_them_for_a_local_master(tmp_path, monkeypatch):
+    monkeypatch.setenv("KAFKA_DR_CACHE", str(tmp_path / "cache"))  # no class archive built there
     assert _replicate_conf(tmp_path, "spark: {master: 'local[2]'}\n")[KEY] == LOCAL_DRIVER_JAVA_OPTIONS
     assert KEY not in _replicate_conf(tmp_path, "spark: {master: 'spark://spark:7077'}\n")
     own = _replicate_conf(tmp_path, "spark: {master: 'local[2]', conf: {spark.driver.extraJavaOptions: '-Xmx2g'}}\n")
     assert own[KEY] == "-Xmx2g"
+
+
+def test_the_dags_spark_submit_starts_the_driver_with_the_class_archive_when_there_is_one(tmp_path, monkeypatch):
+    from kafka_dr.spark.class_archive import archive_file
+
+    monkeypatch.setenv("KAFKA_DR_CACHE", str(tmp_path / "cache"))
+    archive = archive_file()
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"jsa")
+    shared = f"-XX:SharedArchiveFile={archive}"
+    assert _replicate_conf(tmp_path, "spark: {master: 'local[2]'}\n")[KEY] == f"{LOCAL_DRIVER_JAVA_OPTIONS} {shared}"
+    assert _replicate_conf(tmp_path, "spark: {master: 'spark://spark:7077'}\n")[KEY] == shared
+    own = "spark: {master: 'local[2]', conf: {spark.driver.extraJavaOptions: '-Xmx2g -Xshare:off'}}\n"
+    assert _replicate_conf(tmp_path, own)[KEY] == "-Xmx2g -Xshare:off"
