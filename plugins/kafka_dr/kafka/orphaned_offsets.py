@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 #: transactions commit or abort in milliseconds, and a copier reads progress only after its
 #: ``init_transactions`` aborted anything of its own still open
 UNSTABLE_SECONDS = 15.0
+#: when a query starts, progress still unstable after this long is held by a predecessor's open
+#: transaction (the task of a killed driver): the new job's copiers fence its transactional ids
+#: anyway, so the planner clears it at once rather than waiting out ``UNSTABLE_SECONDS``
+START_UNSTABLE_SECONDS = 3.0
 
 
 def abort_offsets_transaction(producer: Producer, group_meta, tps: list[TopicPartition]) -> None:

@@ -103,7 +103,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
     @_plain_errors
     def initialOffset(self) -> dict:
         from kafka_dr.core.progress import lost_progress_starts
-        from kafka_dr.kafka.orphaned_offsets import UNSTABLE_SECONDS, clear_flow_orphans
+        from kafka_dr.kafka.orphaned_offsets import START_UNSTABLE_SECONDS, clear_flow_orphans
         from kafka_dr.kafka.progress_store import ProgressUnstable, last_copied_offset, read_committed_progress
 
         planner = self._plan()
@@ -111,10 +111,11 @@ class ReplicationStreamReader(DataSourceStreamReader):
         wanted = [(planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts]
         try:
             by_target = read_committed_progress(
-                planner.cfg, planner.flow, wanted, _resolver(), timeout=UNSTABLE_SECONDS
+                planner.cfg, planner.flow, wanted, _resolver(), timeout=START_UNSTABLE_SECONDS
             )
         except ProgressUnstable:
-            # an orphaned pending commit (see kafka_dr.kafka.orphaned_offsets): clear ours, read again
+            # a killed predecessor's open transaction, or an orphaned pending commit
+            # (kafka_dr.kafka.orphaned_offsets): clear ours, read again
             clear_flow_orphans(
                 planner.cfg,
                 planner.flow,
