@@ -3,6 +3,9 @@ final reads, which the caller does): one row per fault and every figure for the 
 
 from __future__ import annotations
 
+import calendar
+import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -35,6 +38,26 @@ MEMORY_GROWTH_MAX = 1.25
 class Alert:
     at: float
     what: str  #: ``dag.task`` of a failure, or the operator event (failover, failback)
+    #: when the check that alerted looked at the clusters, when that differs from ``at``: a
+    #: data-quality run judges the copies made before it started, and may end minutes later
+    looked_at: float | None = None
+
+    @property
+    def about(self) -> float:
+        """The moment the alert speaks of: it belongs to the fault whose window holds it."""
+        return self.at if self.looked_at is None else self.looked_at
+
+
+#: a data-quality run's id carries its start: ``dq-20261128T002049Z-775aa5``
+_DQ_RUN = re.compile(r"\bdq-(\d{8}T\d{6}Z)-[0-9a-f]+")
+
+
+def dq_run_started(error: str) -> float | None:
+    """The start (epoch seconds) of the data-quality run an alert's error names, if any."""
+    found = _DQ_RUN.search(error or "")
+    if not found:
+        return None
+    return calendar.timegm(time.strptime(found.group(1), "%Y%m%dT%H%M%SZ"))
 
 
 @dataclass
@@ -52,7 +75,7 @@ def alerts_from(webhook_payloads: list[dict], received_at: list[float]) -> list[
     out = []
     for payload, at in zip(webhook_payloads, received_at, strict=False):
         what = payload.get("event") or f"{payload.get('dag_id')}.{payload.get('task_id')}"
-        out.append(Alert(at, what))
+        out.append(Alert(at, what, dq_run_started(payload.get("error", ""))))
     return out
 
 
@@ -65,7 +88,7 @@ def fault_rows(
     for i, f in enumerate(injected):
         window_end = injected[i + 1].began if i + 1 < len(injected) else end
         row = FaultRow(f.fault, f.began - t0, None if f.ended is None else f.ended - t0, notes=list(f.notes))
-        mine = [a for a in alerts if f.began <= a.at < window_end]
+        mine = [a for a in alerts if f.began <= a.about < window_end]
         if mine:
             row.detected_by, row.alert_after_s = mine[0].what, mine[0].at - f.began
         else:

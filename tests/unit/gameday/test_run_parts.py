@@ -15,7 +15,7 @@ from kafka_dr.gameday.processes import descendants, executors, parse_ps, replica
 from kafka_dr.gameday.report import FaultRow, json_line, table
 from kafka_dr.gameday.run import in_background, next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, Pace, minimum_minutes, script, short_script
-from kafka_dr.gameday.verdict import Alert, alerts_from, fault_rows, targets
+from kafka_dr.gameday.verdict import Alert, alerts_from, dq_run_started, fault_rows, targets
 
 
 def test_a_script_runs_every_fault_once_per_round_then_the_disaster_last():
@@ -129,6 +129,20 @@ def test_a_fault_row_has_its_window_s_first_alert_and_the_time_until_a_newer_rec
         26.0,  # from the network's return (104) to the first record produced after it arriving (130)
     )
     assert rows[1].detected_by == "no alert" and rows[1].flowing_again_after_s is None
+
+
+def test_a_data_quality_alert_belongs_to_the_fault_in_whose_window_its_run_looked():
+    started = dq_run_started("data quality dq-20261128T002049Z-775aa5: FAILED, 20 topic-partition(s) compared")
+    assert started == 1795825249.0  # 2026-11-28 00:20:49 UTC
+    assert dq_run_started("replication heartbeats failed") is None
+    view = LedgerView({}, {}, {})
+    cut = Injected("target-network-cut", started - 100, started - 40, ())
+    injected = [cut, Injected("airflow-scheduler", started + 60)]
+    payload = {"dag_id": "dr_data_quality", "task_id": "validate", "error": "data quality dq-20261128T002049Z-775aa5"}
+    alerts = alerts_from([payload], [started + 70])  # the run ended 10 s into the scheduler kill
+    rows = fault_rows(injected, 0.0, started + 300, view, [], alerts)
+    assert (rows[0].detected_by, rows[0].alert_after_s) == ("dr_data_quality.validate", 170.0)
+    assert rows[1].detected_by == "no alert"
 
 
 def test_alerts_name_the_failed_task_or_the_operator_event():
