@@ -71,6 +71,8 @@ class JobOptions:
 
 #: the pause before the first restart of a failed query; it doubles with each restart, up to the second
 FIRST_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 2.0, 60.0
+#: a cluster whose metadata does not come within this long after a failure is taken for gone
+SILENT_PROBE_SECONDS = 5.0
 STATE_READ_TIMEOUT_SECONDS = 2.0
 #: A running job reads the DR state this often: a failover recorded meanwhile stops it (the
 #: failback copies between the two clusters itself, and its gate must not race a running
@@ -155,6 +157,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 lambda: failed_over(run),
                 lambda: jvm_answers(spark),
                 lambda: sink.progressed_at,
+                lambda: a_cluster_is_silent(run.cfg, run.flow),
             )
     finally:
         sink.producer.flush(10)
@@ -194,6 +197,19 @@ def failed_over(run: FlowRun) -> str | None:
     )
 
 
+def a_cluster_is_silent(cfg: DrConfig, flow: FlowConfig) -> bool:
+    """Whether the flow's source or target gives no metadata within ``SILENT_PROBE_SECONDS``."""
+    from kafka_dr.core.secret_refs import env_resolver
+    from kafka_dr.kafka import clients
+
+    for name in (flow.source, flow.target):
+        try:
+            clients.admin(cfg.cluster(name), env_resolver()).list_topics(timeout=SILENT_PROBE_SECONDS)
+        except Exception:  # noqa: BLE001 - any failure to answer is silence
+            return True
+    return False
+
+
 def _restart_loop(
     run: FlowRun,
     summary: JobSummary,
@@ -203,15 +219,17 @@ def _restart_loop(
     stopped_by_failover: Callable[[], str | None],
     jvm_alive: Callable[[], bool] = lambda: True,
     progressed_at: Callable[[], float] = lambda: float("-inf"),
+    still_silent: Callable[[], bool] = lambda: True,
 ) -> JobSummary:
     """Run ``attempt`` (one query, :func:`_attempt`) until it ends well; after a failure, run it
     again after a pause that doubles each time, unless :func:`_raise_unless_restartable` ends the
     run, or a failover recorded since the job started stops the flow (``stopped_by_failover``).
     A driver whose JVM is gone ends at once and without a restart alert: no query can start in
     it, and whatever supervises the job (the DAG's next try) starts a whole new one. A restart
-    is alerted at once when a cluster did not answer, else once the flow has copied nothing
-    (``progressed_at``, monotonic) for ``thresholds.restart_alert_after_seconds``: a failure it
-    rides out sooner (a leader election, a broker's restart) is only logged."""
+    is alerted at once when a cluster did not answer and still does not (``still_silent``: a
+    network cut, a cluster down), else once the flow has copied nothing (``progressed_at``,
+    monotonic) for ``thresholds.restart_alert_after_seconds``: a failure it rides out sooner (a
+    leader election, a broker's restart, a request that timed out on a busy host) is only logged."""
     backoff = FIRST_BACKOFF_SECONDS
     while (error := attempt()) is not None:
         summary.restarts += 1
@@ -233,7 +251,7 @@ def _restart_loop(
             backoff,
         )
         quiet = time.monotonic() - progressed_at()
-        if is_unreachable(reason) or quiet >= run.cfg.thresholds.restart_alert_after_seconds:
+        if quiet >= run.cfg.thresholds.restart_alert_after_seconds or (is_unreachable(reason) and still_silent()):
             alert_restart(run.cfg, run.flow.name, reason, summary.restarts, run.opts.max_restarts, backoff, quiet)
         else:
             log.warning("flow %s: not alerted: the flow copied %.0fs ago", run.flow.name, quiet)

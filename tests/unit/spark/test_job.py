@@ -10,7 +10,7 @@ import pytest
 
 from kafka_dr.core.config import FlowMode
 from kafka_dr.core.config_load import parse_config
-from kafka_dr.spark.job import FlowRun, JobOptions, _restart_loop
+from kafka_dr.spark.job import FlowRun, JobOptions, _restart_loop, a_cluster_is_silent
 from kafka_dr.spark.metrics_sink import JobSummary
 from kafka_dr.spark.supervision import Stop
 
@@ -153,3 +153,54 @@ def test_a_restart_is_alerted_once_the_flow_has_copied_nothing_for_the_threshold
         assert [(a["restart"], round(a["copied_nothing_for_seconds"])) for a in hook.received] == alerted
     finally:
         hook.close()
+
+
+#: clusters with no broker listening (loopback ports nothing binds)
+NOWHERE = {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}}
+
+
+def test_a_cluster_that_did_not_answer_once_but_answers_again_waits_for_the_threshold():
+    """A metadata request that timed out while a broker died on a busy host is not a network cut:
+    the restart is alerted at once only when a cluster is still silent when the job restarts."""
+    from receivers import WebhookReceiver
+
+    hook = WebhookReceiver()
+    try:
+        cfg = parse_config(
+            {
+                "clusters": {
+                    "east": {"bootstrap_servers": "127.0.0.1:1"},
+                    "west": {"bootstrap_servers": "127.0.0.1:2"},
+                },
+                "flows": [{"source": "east", "target": "west"}],
+                "alerts": {"webhook": {"url": hook.url}},
+                "thresholds": {"restart_alert_after_seconds": 30},
+            }
+        )
+        run = FlowRun(JobOptions(config="x.yaml", flow="east_to_west"), cfg, cfg.flows[0], FlowMode("continuous"), None)
+        copied_at = time.monotonic() - 5
+        for silent, alerted in ((False, []), (True, [1])):
+            tries = [OUTAGE, None]
+            _restart_loop(
+                run,
+                JobSummary("east_to_west"),
+                RecordedStop(),
+                None,
+                lambda: tries.pop(0),  # noqa: B023 - called inside this iteration
+                lambda: None,
+                progressed_at=lambda: copied_at,
+                still_silent=lambda: silent,  # noqa: B023 - called inside this iteration
+            )
+            assert [a["restart"] for a in hook.received] == alerted
+    finally:
+        hook.close()
+
+
+def test_a_cluster_with_no_broker_listening_is_silent():
+    cfg = parse_config(
+        {
+            "clusters": NOWHERE,
+            "flows": [{"source": "east", "target": "west"}],
+        }
+    )
+    assert a_cluster_is_silent(cfg, cfg.flows[0]) is True
