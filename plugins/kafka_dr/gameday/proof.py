@@ -262,6 +262,22 @@ def flowing_again(
     return None if first is None else FlowTime(first.at - t, first.gd_id, first.at)
 
 
+#: copies arrive many times a second under the game day's traffic: a pause this long is a stall
+STALL_GAP_S = 5.0
+
+
+def stall_end(
+    began: float, until: float, source: str, target: str, reads: Iterable[Read], min_gap: float = STALL_GAP_S
+) -> float | None:
+    """When copies from ``source`` started arriving on ``target`` again after the longest pause
+    that ended in (``began``, ``until``): its end, or None when no pause lasted ``min_gap``. A
+    fault's first arrivals can be the killed job's last copies, so only the pause shows the stall."""
+    times = sorted(r.at for r in reads if r.cluster == target and r.origin == source and r.at < until)
+    gaps = [(b - a, b) for a, b in zip(times, times[1:], strict=False) if b > began]
+    longest = max(gaps, default=None)
+    return longest[1] if longest is not None and longest[0] >= min_gap else None
+
+
 def rpo_observed(
     failed: str,
     survivor: str,

@@ -22,6 +22,7 @@ from kafka_dr.gameday.proof import (
     presence,
     reported_rereads,
     rpo_observed,
+    stall_end,
 )
 from kafka_dr.gameday.report import FaultRow
 
@@ -83,7 +84,7 @@ def fault_rows(
     injected: list[Injected], t0: float, end: float, view: LedgerView, reads: list[Read], alerts: list[Alert]
 ) -> list[FaultRow]:
     """One row per fault: the first alert in its window, and the slowest of its flows to carry a
-    record produced after the fault ended."""
+    record produced after the fault ended and to end its longest pause in arrivals."""
     rows = []
     for i, f in enumerate(injected):
         window_end = injected[i + 1].began if i + 1 < len(injected) else end
@@ -98,7 +99,8 @@ def fault_rows(
         for flow in f.flows:
             source, target = FLOW_ENDS[flow]
             ft = flowing_again(healed, source, target, view, reads)
-            times.append(None if ft is None else ft.seconds)
+            resumed = stall_end(f.began, window_end, source, target, reads)
+            times.append(None if ft is None else max(ft.seconds, (resumed or healed) - healed))
         if times and None not in times:
             row.flowing_again_after_s = max(times)
         elif times:

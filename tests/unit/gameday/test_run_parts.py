@@ -12,6 +12,7 @@ from kafka_dr.gameday.game_config import SCHEDULES, game_config
 from kafka_dr.gameday.memory import growth
 from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
 from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
+from kafka_dr.gameday.proof import stall_end
 from kafka_dr.gameday.report import FaultRow, json_line, table
 from kafka_dr.gameday.run import in_background, next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, Pace, minimum_minutes, script, short_script
@@ -143,6 +144,24 @@ def test_a_data_quality_alert_belongs_to_the_fault_in_whose_window_its_run_looke
     rows = fault_rows(injected, 0.0, started + 300, view, [], alerts)
     assert (rows[0].detected_by, rows[0].alert_after_s) == ("dr_data_quality.validate", 170.0)
     assert rows[1].detected_by == "no alert"
+
+
+def test_a_killed_jobs_last_copies_do_not_hide_the_stall_after_them():
+    """The driver is killed at 100 s; its executor copies on until 100.7 s, and the new job's
+    copies start at 170 s: replication flowed again 70 s after the kill, not at once."""
+    produced = {f"east:gd.keyed:{i}": 95.0 + i * 0.5 for i in range(14)}
+    view = LedgerView({g: _acked(g, "east", t) for g, t in produced.items()}, {}, {}, [])
+    arrivals = [95.0, 96.0, 97.0, 98.0, 99.5, 100.2, 100.7, 170.0, 170.5]
+    gds = ["east:gd.keyed:0", "east:gd.keyed:2", "east:gd.keyed:4", "east:gd.keyed:6", "east:gd.keyed:9"]
+    gds += ["east:gd.keyed:11", "east:gd.keyed:12", "east:gd.keyed:13", "east:gd.keyed:10"]
+    reads = [
+        Read(g, "gd-app-west", "west", "gd.keyed", 0, i, at, "east") for i, (g, at) in enumerate(zip(gds, arrivals))
+    ]
+    assert stall_end(100.0, 300.0, "east", "west", reads) == 170.0
+    assert stall_end(100.0, 150.0, "east", "west", reads) is None  # the stall ends after the window
+    assert stall_end(171.0, 300.0, "east", "west", reads) is None  # nothing stalled after 171 s
+    rows = fault_rows([Injected("spark-driver", 100.0, None, ("east_to_west",))], 0.0, 300.0, view, reads, [])
+    assert rows[0].flowing_again_after_s == 70.0
 
 
 def test_alerts_name_the_failed_task_or_the_operator_event():
