@@ -113,26 +113,20 @@ def test_a_failover_recorded_while_the_job_ran_stops_it_instead_of_a_restart():
 LEADER_MOVED = RuntimeError("flow east_to_west: west: commit failed: NOT_LEADER_OR_FOLLOWER")
 
 
-@pytest.mark.parametrize(
-    ("error", "quiet", "alerted"),
-    [(LEADER_MOVED, 5.0, []), (LEADER_MOVED, 45.0, [(1, 45)]), (OUTAGE, 5.0, [(1, 5)])],
-)
-def test_a_restart_is_alerted_once_the_flow_has_copied_nothing_for_the_threshold_or_a_cluster_is_gone(
-    error, quiet, alerted
-):
-    """A query that fails seconds after a copy (a leader election, a broker restart) is restarted
-    and logged; one that fails after 30 s without a copy is an outage, and alerted, as is a
-    cluster that did not answer at all (a network cut)."""
+#: clusters with no broker listening (loopback ports nothing binds)
+NOWHERE = {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}}
+
+
+def _alerts_of_one_restart(error, quiet: float, still_silent=lambda: True) -> list[dict]:
+    """The webhook alerts of a job whose query fails once with ``error``, ``quiet`` seconds
+    after its last copy, and then runs to its end (threshold 30 s)."""
     from receivers import WebhookReceiver
 
     hook = WebhookReceiver()
     try:
         cfg = parse_config(
             {
-                "clusters": {
-                    "east": {"bootstrap_servers": "127.0.0.1:1"},
-                    "west": {"bootstrap_servers": "127.0.0.1:2"},
-                },
+                "clusters": NOWHERE,
                 "flows": [{"source": "east", "target": "west"}],
                 "alerts": {"webhook": {"url": hook.url}},
                 "thresholds": {"restart_alert_after_seconds": 30},
@@ -148,52 +142,33 @@ def test_a_restart_is_alerted_once_the_flow_has_copied_nothing_for_the_threshold
             lambda: tries.pop(0),
             lambda: None,
             progressed_at=lambda: copied_at,
+            still_silent=still_silent,
         )
         assert summary.restarts == 1
-        assert [(a["restart"], round(a["copied_nothing_for_seconds"])) for a in hook.received] == alerted
+        return list(hook.received)
     finally:
         hook.close()
 
 
-#: clusters with no broker listening (loopback ports nothing binds)
-NOWHERE = {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}}
+@pytest.mark.parametrize(
+    ("error", "quiet", "alerted"),
+    [(LEADER_MOVED, 5.0, []), (LEADER_MOVED, 45.0, [(1, 45)]), (OUTAGE, 5.0, [(1, 5)])],
+)
+def test_a_restart_is_alerted_once_the_flow_has_copied_nothing_for_the_threshold_or_a_cluster_is_gone(
+    error, quiet, alerted
+):
+    """A query that fails seconds after a copy (a leader election, a broker restart) is restarted
+    and logged; one that fails after 30 s without a copy is an outage, and alerted, as is a
+    cluster that did not answer at all (a network cut)."""
+    got = _alerts_of_one_restart(error, quiet)
+    assert [(a["restart"], round(a["copied_nothing_for_seconds"])) for a in got] == alerted
 
 
 def test_a_cluster_that_did_not_answer_once_but_answers_again_waits_for_the_threshold():
     """A metadata request that timed out while a broker died on a busy host is not a network cut:
     the restart is alerted at once only when a cluster is still silent when the job restarts."""
-    from receivers import WebhookReceiver
-
-    hook = WebhookReceiver()
-    try:
-        cfg = parse_config(
-            {
-                "clusters": {
-                    "east": {"bootstrap_servers": "127.0.0.1:1"},
-                    "west": {"bootstrap_servers": "127.0.0.1:2"},
-                },
-                "flows": [{"source": "east", "target": "west"}],
-                "alerts": {"webhook": {"url": hook.url}},
-                "thresholds": {"restart_alert_after_seconds": 30},
-            }
-        )
-        run = FlowRun(JobOptions(config="x.yaml", flow="east_to_west"), cfg, cfg.flows[0], FlowMode("continuous"), None)
-        copied_at = time.monotonic() - 5
-        for silent, alerted in ((False, []), (True, [1])):
-            tries = [OUTAGE, None]
-            _restart_loop(
-                run,
-                JobSummary("east_to_west"),
-                RecordedStop(),
-                None,
-                lambda: tries.pop(0),  # noqa: B023 - called inside this iteration
-                lambda: None,
-                progressed_at=lambda: copied_at,
-                still_silent=lambda: silent,  # noqa: B023 - called inside this iteration
-            )
-            assert [a["restart"] for a in hook.received] == alerted
-    finally:
-        hook.close()
+    assert _alerts_of_one_restart(OUTAGE, 5.0, still_silent=lambda: False) == []
+    assert [a["restart"] for a in _alerts_of_one_restart(OUTAGE, 5.0, still_silent=lambda: True)] == [1]
 
 
 def test_a_cluster_with_no_broker_listening_is_silent():
