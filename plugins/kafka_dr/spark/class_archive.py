@@ -1,8 +1,9 @@
 """A class-data archive of the Spark driver JVM's classes: a driver started with it maps the
 classes it loads at start-up instead of reading and verifying each from the jars.
 
-A Spark driver loads some ten thousand classes before its first micro-batch, and on a busy
-host that is most of a restarted job's start-up (docs/benchmarks.md, "Start-up"). The JVM's
+A Spark driver reads, verifies and links its classes from pyspark's jars before its first
+micro-batch, and on a busy host that is a large part of a restarted job's start-up
+(docs/benchmarks.md, "Settings"). The JVM's
 dynamic class-data sharing (JDK 13+) writes the classes a run loaded to an archive when it
 exits (``-XX:ArchiveClassesAtExit``); later JVMs with the same classpath map it
 (``-XX:SharedArchiveFile``). :func:`ensure_archive` makes one by running a short local job
