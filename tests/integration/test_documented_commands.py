@@ -31,6 +31,7 @@ ORDER = [
     ".venv/bin/kafka-dr lab spark up --workers 2",
     ".venv/bin/kafka-dr lab spark status",
     ".venv/bin/kafka-dr lab spark down",
+    ".venv/bin/python -m kafka_dr.spark.class_archive",
     "make demo",
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental",
     "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental",
