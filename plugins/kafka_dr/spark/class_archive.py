@@ -11,16 +11,19 @@ exits (``-XX:ArchiveClassesAtExit``); later JVMs with the same classpath map it
 exists. A JVM that cannot use it (another JDK, another classpath) warns and starts without it.
 
 The archive belongs to this host's pyspark install and JDK: it lives in
-``$KAFKA_DR_CACHE/spark-<pyspark version>-classes.jsa`` (default ``~/.cache/kafka-dr``).
+``$KAFKA_DR_CACHE/spark-<pyspark version>-<install path hash>-classes.jsa`` (default
+``~/.cache/kafka-dr``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
 from collections.abc import Mapping
 from importlib.metadata import version
+from importlib.util import find_spec
 from pathlib import Path
 
 from kafka_dr.cache import cache_root
@@ -32,8 +35,12 @@ OPERATOR_SHARING = ("-Xshare", "-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExi
 WARM_UP = Path(__file__).with_name("class_archive_job.py")
 
 
-def archive_file() -> Path:
-    return cache_root() / f"spark-{version('pyspark')}-classes.jsa"
+def archive_file(pyspark_dir: Path | None = None) -> Path:
+    """One archive per pyspark install: a JVM maps an archive only with the classpath it was
+    made with, and two virtualenvs on one host have their jars in different places."""
+    where = pyspark_dir or Path(find_spec("pyspark").origin).parent  # found, not imported
+    tag = hashlib.sha1(str(where.resolve()).encode()).hexdigest()[:8]
+    return cache_root() / f"spark-{version('pyspark')}-{tag}-classes.jsa"
 
 
 def with_class_archive(conf: Mapping[str, str], archive: Path | None = None) -> dict[str, str]:

@@ -3,7 +3,7 @@ options leave class sharing alone."""
 
 from __future__ import annotations
 
-from kafka_dr.spark.class_archive import DRIVER_OPTIONS, with_class_archive
+from kafka_dr.spark.class_archive import DRIVER_OPTIONS, archive_file, with_class_archive
 
 
 def test_an_existing_archive_is_added_after_the_drivers_own_options(tmp_path):
@@ -28,3 +28,12 @@ def test_options_that_set_class_sharing_themselves_are_the_operators(tmp_path):
     for own in ("-Xshare:off", "-XX:SharedArchiveFile=/opt/mine.jsa", "-XX:ArchiveClassesAtExit=/tmp/x.jsa"):
         conf = {DRIVER_OPTIONS: f"-Xmx2g {own}"}
         assert with_class_archive(conf, archive) == conf
+
+
+def test_each_pyspark_install_has_an_archive_of_its_own(tmp_path, monkeypatch):
+    """A JVM maps an archive only with the classpath it was made with: a second virtualenv's
+    pyspark must not find the first one's archive."""
+    monkeypatch.setenv("KAFKA_DR_CACHE", str(tmp_path))
+    one, two = archive_file(tmp_path / "a" / "pyspark"), archive_file(tmp_path / "b" / "pyspark")
+    assert one != two and one.parent == two.parent == tmp_path
+    assert archive_file() == archive_file()  # this install's, found without importing pyspark
