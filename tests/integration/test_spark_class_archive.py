@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from kafka_dr.spark import class_archive
 from kafka_dr.spark.class_archive import DRIVER_OPTIONS, ensure_archive, with_class_archive
+from kafka_dr.spark.driver_options import spark_submit_env
 
 
 def test_a_driver_that_must_map_the_archive_starts_with_it(tmp_path):
@@ -27,8 +26,7 @@ def test_a_driver_that_must_map_the_archive_starts_with_it(tmp_path):
     )
     conf = with_class_archive({}, archive)
     options = f"{conf[DRIVER_OPTIONS]} -Xshare:on"  # on: a JVM that cannot map it refuses to start
-    bin_dir = Path(sys.executable).parent
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    env = {**os.environ, **spark_submit_env()}
     command = ["spark-submit", "--master", "local[1]", "--conf", f"{DRIVER_OPTIONS}={options}", str(script)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -34,7 +33,7 @@ from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 from kafka_dr.spark.class_archive import with_class_archive
-from kafka_dr.spark.driver_options import driver_java_options
+from kafka_dr.spark.driver_options import driver_java_options, spark_submit_env
 
 REPO = Path(__file__).resolve().parents[3]
 APPLICATION = str(REPO / "spark_jobs" / "replicate.py")
@@ -144,15 +143,6 @@ def skip_if_failed_over(cfg: DrConfig, flow: FlowConfig, resolve) -> None:
         )
 
 
-def _spark_env() -> dict[str, str]:
-    """Spark's Python workers must be this interpreter (it has the package installed), and
-    spark-submit must find its SPARK_HOME (the pyspark package next to it)."""
-    bin_dir = str(Path(sys.executable).parent)
-    import os
-
-    return {"PYSPARK_PYTHON": sys.executable, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-
-
 def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> DAG:
     continuous = flow.mode is FlowMode.CONTINUOUS
     schedule = cfg.schedules.replication_supervisor if continuous else flow.schedule
@@ -200,7 +190,7 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
                     **dict(cfg.spark.conf),
                 }
             ),
-            env_vars=_spark_env(),
+            env_vars=spark_submit_env(),
             # the job gave up (a cluster stays unreachable, a refusal); not a killed driver
             on_failure_callback=failure_callbacks(cfg.alerts, quiet=(DriverKilled,)),
             retries=3,

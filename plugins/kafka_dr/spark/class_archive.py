@@ -20,13 +20,13 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
 from collections.abc import Mapping
 from importlib.metadata import version
 from importlib.util import find_spec
 from pathlib import Path
 
 from kafka_dr.cache import cache_root
+from kafka_dr.spark.driver_options import spark_submit_env
 
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 #: options after which the driver's class sharing is the operator's own
@@ -61,11 +61,7 @@ def ensure_archive(java_options: str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
-    env = {
-        **os.environ,
-        "PYSPARK_PYTHON": sys.executable,
-        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-    }
+    env = {**os.environ, **spark_submit_env()}
     options = f"{java_options} -XX:ArchiveClassesAtExit={partial} -Xlog:cds=off -Xlog:cds+dynamic=off"
     command = ["spark-submit", "--master", "local[1]", "--conf", f"{DRIVER_OPTIONS}={options}", str(WARM_UP)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)

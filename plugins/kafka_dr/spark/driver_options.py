@@ -6,7 +6,10 @@ Kept apart from :mod:`kafka_dr.spark.job` so the DAG files import nothing heavy.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 #: The replication job's driver JVM options when Spark runs in local mode (the driver is then
 #: the executor too) and ``spark.conf`` sets none of its own. The JVM's work in this job is
@@ -25,3 +28,11 @@ def driver_java_options(master: str | None, conf: Mapping[str, str]) -> dict[str
         if local and "spark.driver.extraJavaOptions" not in conf
         else {}
     )
+
+
+def spark_submit_env() -> dict[str, str]:
+    """What a spark-submit child needs from this interpreter: Spark's Python workers must be it
+    (it has the package installed), and ``spark-submit`` must be found beside it (the pyspark
+    package next to it is its SPARK_HOME)."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {"PYSPARK_PYTHON": sys.executable, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
