@@ -76,7 +76,7 @@ class Pace:
 FULL = Pace()
 #: The test suite's game day: every phase as short as its measurement allows on 2 cores
 #: (single faults flowed again within 20 s here), readiness awaited only by the failover.
-SHORT = Pace(recovery_s=30.0, on_west_s=20.0, tail_s=10.0, latency_window_s=60, ready_before_faults=False)
+SHORT = Pace(recovery_s=30.0, on_west_s=20.0, tail_s=10.0, latency_window_s=30, ready_before_faults=False)
 
 #: One fault of each kind (a Spark process, a broker, the network, the scheduler), then the
 #: disaster: the short game day the test suite runs.
