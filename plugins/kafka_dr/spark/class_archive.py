@@ -3,12 +3,12 @@ classes it loads at start-up instead of reading and verifying each from the jars
 
 A Spark driver reads, verifies and links its classes from pyspark's jars before its first
 micro-batch, and on a busy host that is a large part of a restarted job's start-up
-(docs/benchmarks.md, "Settings"). The JVM's
-dynamic class-data sharing (JDK 13+) writes the classes a run loaded to an archive when it
-exits (``-XX:ArchiveClassesAtExit``); later JVMs with the same classpath map it
-(``-XX:SharedArchiveFile``). :func:`ensure_archive` makes one by running a short local job
-(``make setup`` does); :func:`with_class_archive` adds it to a job's driver options when it
-exists. A JVM that cannot use it (another JDK, another classpath) warns and starts without it.
+(docs/benchmarks.md, "Settings"). The JVM's dynamic class-data sharing (JDK 13+) writes the
+classes a run loaded to an archive when it exits (``-XX:ArchiveClassesAtExit``); later JVMs
+with the same classpath map it (``-XX:SharedArchiveFile``). :func:`ensure_archive` makes one by
+running a short local job (``make setup`` does); :func:`with_class_archive` adds it to a job's
+driver options when it exists. A JVM that cannot use it (another JDK, another classpath)
+warns and starts without it.
 
 The archive belongs to this host's pyspark install and JDK: it lives in
 ``$KAFKA_DR_CACHE/spark-<pyspark version>-<install path hash>-classes.jsa`` (default
@@ -26,7 +26,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from kafka_dr.cache import cache_root
-from kafka_dr.spark.driver_options import spark_submit_env
+from kafka_dr.spark.driver_options import LOCAL_DRIVER_JAVA_OPTIONS, spark_submit_env
 
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 #: options after which the driver's class sharing is the operator's own
@@ -53,9 +53,9 @@ def with_class_archive(conf: Mapping[str, str], archive: Path | None = None) -> 
     return {**conf, DRIVER_OPTIONS: f"{options} -XX:SharedArchiveFile={archive}".strip()}
 
 
-def ensure_archive(java_options: str = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1") -> Path:
-    """The archive, made once by a local warm-up job (about 20 s). Raises RuntimeError with the
-    job's last lines when it fails."""
+def ensure_archive(java_options: str = LOCAL_DRIVER_JAVA_OPTIONS) -> Path:
+    """The archive, made once by a local warm-up job (about 40 s here). Raises RuntimeError
+    with the job's last lines when it fails."""
     target = archive_file()
     if target.is_file():
         return target
