@@ -12,11 +12,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
 
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.reading import read_partitions
-from kafka_dr.kafka.topics import ensure_topic, partition_count
+from kafka_dr.kafka.topics import ensure_topic, partition_count, partition_ranges
 from kafka_dr.lab.lab import Lab, LabError
 
 pytestmark = pytest.mark.lab
@@ -162,14 +163,21 @@ def test_three_broker_cluster_rides_out_a_broker_crash(tmp_path):
         txn.init_transactions(30)
         acks_all = clients.producer(east, acks="all")
         _write(txn, acks_all, topic, "before")
+        tps = [TopicPartition(topic, p) for p in range(3)]
+        held = clients.admin(east)  # one client across the crash and the leader's return, as a DAG task's
+        _ranges_become(held, tps, {(topic, p): (0, 5) for p in range(3)})  # 4 records, 1 marker
 
         victim = f"east-{partitions[0].leader}"  # the leader of partition 0
         assert _lab_cli(lab_dir, "kill", victim).stdout.strip() == f"killed {victim}"
         _wait_status(lab_dir, "under-replicated partitions", lambda rc, state, under, _off: rc == 1 and under > 0)
         _write(txn, acks_all, topic, "during")
+        _ranges_become(held, tps, {(topic, p): (0, 10) for p in range(3)})
 
         assert _lab_cli(lab_dir, "start", victim).stdout.strip() == f"started {victim}"
         _wait_status(lab_dir, "every partition in sync", lambda rc, state, under, off: rc == 0 and under == off == 0)
+        _move_leadership_back(clients.admin(east), TopicPartition(topic, 0), int(victim.split("-")[1]))
+        # a newer leader epoch than ``held`` cached: its offsets requests are fenced until it reads metadata again
+        _ranges_become(held, tps, {(topic, p): (0, 10) for p in range(3)})
         c = clients.consumer(east, group_id="test-brokers")
         try:
             got = read_partitions(c, topic, [0, 1, 2])
@@ -181,6 +189,28 @@ def test_three_broker_cluster_rides_out_a_broker_crash(tmp_path):
     finally:
         down = _lab_cli(lab_dir, "down", "--wipe")
         assert down.returncode == 0, down.stderr
+
+
+def _ranges_become(admin, tps: list[TopicPartition], expected: dict, timeout: float = 30) -> None:
+    """``partition_ranges`` through ``admin`` reaches ``expected`` (a committed transaction's
+    markers reach its partitions, and so their stable ends, a moment after the commit)."""
+    deadline = time.monotonic() + timeout
+    while (got := partition_ranges(admin, tps, "east")) != expected:
+        assert time.monotonic() < deadline, f"offset ranges {got}, expected {expected}"
+        time.sleep(0.2)
+
+
+def _move_leadership_back(admin, tp: TopicPartition, preferred: int, timeout: float = 60) -> None:
+    """A preferred-leader election of ``tp`` (what the brokers run on their own every few
+    minutes), waited for until its leader is ``preferred`` again."""
+    deadline = time.monotonic() + timeout
+    while admin.list_topics(tp.topic, timeout=10).topics[tp.topic].partitions[tp.partition].leader != preferred:
+        assert time.monotonic() < deadline, f"{tp.topic}[{tp.partition}] never went back to broker {preferred}"
+        try:
+            admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(timeout=30)
+        except KafkaException:
+            pass  # not yet electable (the replica still catching up): asked again
+        time.sleep(1)
 
 
 def _led_partitions(admin, topic: str, count: int, timeout: float = 30) -> dict:

@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import Iterable
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, FlowConfig
@@ -27,8 +27,8 @@ from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_sync import plan_flow
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config, producer
 from kafka_dr.kafka.progress_store import read_committed_progress
-from kafka_dr.kafka.topic_admin import REQUEST_TIMEOUT, RESULT_TIMEOUT, describe_topic_configs, topic_partitions
-from kafka_dr.kafka.topics import ensure_topic, partition_count
+from kafka_dr.kafka.topic_admin import REQUEST_TIMEOUT, describe_topic_configs, topic_partitions
+from kafka_dr.kafka.topics import ensure_topic, partition_count, query_offsets
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +48,7 @@ def _offsets(admin: AdminClient, cluster: str, tps: list[TopicPartition], spec) 
     if not tps:
         return {}
     try:
-        futs = admin.list_offsets(
-            {tp: spec for tp in tps}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=REQUEST_TIMEOUT
-        )
-        return {(tp.topic, tp.partition): f.result(timeout=RESULT_TIMEOUT).offset for tp, f in futs.items()}
+        return query_offsets(admin, {tp: spec for tp in tps}, REQUEST_TIMEOUT)
     except KafkaException as e:
         raise ClusterUnreachable(f"data quality: listing offsets on {cluster}: {e.args[0].str()}") from None
 

@@ -13,7 +13,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, FlowConfig
@@ -21,7 +21,7 @@ from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_config import replicable_configs
 from kafka_dr.kafka.clients import AuthenticationFailed, ClusterUnreachable, SecretResolver, auth_problem, client_config
 from kafka_dr.kafka.topic_admin import create_topics, describe_topic_configs, wait_until_served
-from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.topics import ensure_topic, query_offsets
 
 log = logging.getLogger(__name__)
 
@@ -160,12 +160,9 @@ class FlowPlanner:
             return {}
 
         def call() -> Offsets:
-            futs = self.source.list_offsets(
-                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=METADATA_TIMEOUT
-            )
             out: Offsets = {}
-            for tp, fut in futs.items():
-                out.setdefault(tp.topic, {})[str(tp.partition)] = fut.result(timeout=60).offset
+            for (topic, partition), offset in query_offsets(self.source, request, METADATA_TIMEOUT).items():
+                out.setdefault(topic, {})[str(partition)] = offset
             return out
 
         return self._answer("source", call)

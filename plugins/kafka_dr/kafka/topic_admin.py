@@ -21,8 +21,10 @@ RESULT_TIMEOUT = 60.0
 
 #: what a partition answers while its leadership settles: just created (the controller has it,
 #: the leader broker has not applied it yet) or moving to another broker. All seen on the lab
-#: right after create_topics, the epoch ones too ("Leader epoch is newer than broker epoch")
+#: right after create_topics, the epoch ones too ("Leader epoch is newer than broker epoch");
+#: OFFSET_NOT_AVAILABLE is a new leader that has not learnt its high watermark yet
 SETTLING = {
+    KafkaError.OFFSET_NOT_AVAILABLE,
     KafkaError.NOT_LEADER_FOR_PARTITION,
     KafkaError.LEADER_NOT_AVAILABLE,
     KafkaError.UNKNOWN_TOPIC_OR_PART,

@@ -223,18 +223,15 @@ def _read_side(config_path: str, part: SideRange) -> Iterator:
 
 def _stable_end(cfg, cluster: str, topic: str, partition: int) -> int:
     """The partition's last stable offset now (what a ``read_committed`` reader can reach)."""
-    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.clients import client_config
+    from kafka_dr.kafka.topics import query_offsets
 
     admin = AdminClient(client_config(cfg.cluster(cluster), env_resolver()))
-    tp = TopicPartition(topic, partition)
-    futs = admin.list_offsets(
-        {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=30
-    )
-    return futs[tp].result(timeout=60).offset
+    return query_offsets(admin, {TopicPartition(topic, partition): OffsetSpec.latest()})[(topic, partition)]
 
 
 def _batch(pa, cols: dict[str, list], n: int, w: PartitionWindow, side: str):
