@@ -161,7 +161,7 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench --quick": Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.spark.class_archive": Check(
-        RUN, r"^spark class archive: /.*/spark-[0-9.]+-[0-9a-f]{8}-classes\.jsa$"
+        RUN, r"^spark class archive: /.*/spark-[0-9.]+-[0-9a-f]{8}-[0-9a-f]{8}-classes\.jsa$"
     ),
     ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092": Check(PARSED, covered_by=BENCH),
     # docs/reliability.md: the drills run for minutes; the secure lab runs as printed

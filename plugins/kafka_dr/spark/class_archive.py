@@ -11,8 +11,9 @@ driver options when it exists. A JVM that cannot use it (another JDK, another cl
 warns and starts without it.
 
 The archive belongs to this host's pyspark install and JDK: it lives in
-``$KAFKA_DR_CACHE/spark-<pyspark version>-<install path hash>-classes.jsa`` (default
-``~/.cache/kafka-dr``).
+``$KAFKA_DR_CACHE/spark-<pyspark version>-<install path hash>-<jars hash>-classes.jsa`` (default
+``~/.cache/kafka-dr``), the jars hash covering each jar's name, size and modification time, which a
+JVM checks before it maps an archive.
 """
 
 from __future__ import annotations
@@ -36,11 +37,24 @@ WARM_UP = Path(__file__).with_name("class_archive_job.py")
 
 
 def archive_file(pyspark_dir: Path | None = None) -> Path:
-    """One archive per pyspark install: a JVM maps an archive only with the classpath it was
-    made with, and two virtualenvs on one host have their jars in different places."""
-    where = pyspark_dir or Path(find_spec("pyspark").origin).parent  # found, not imported
-    tag = hashlib.sha1(str(where.resolve()).encode()).hexdigest()[:8]
-    return cache_root() / f"spark-{version('pyspark')}-{tag}-classes.jsa"
+    """One archive per pyspark install: a JVM maps an archive only with the jars it was made
+    with, the same paths, sizes and modification times. Two virtualenvs on one host have their
+    jars in different places, and a virtualenv made again at the same path has new jars."""
+    where = (pyspark_dir or Path(find_spec("pyspark").origin).parent).resolve()  # found, not imported
+    return cache_root() / f"{_install_prefix(where)}-{_jars_tag(where)}-classes.jsa"
+
+
+def _install_prefix(pyspark_dir: Path) -> str:
+    return f"spark-{version('pyspark')}-{hashlib.sha1(str(pyspark_dir).encode()).hexdigest()[:8]}"
+
+
+def _jars_tag(pyspark_dir: Path) -> str:
+    """A short hash of each jar's name, size and modification time."""
+    digest = hashlib.sha1()
+    for jar in sorted((pyspark_dir / "jars").glob("*.jar")):
+        stat = jar.stat()
+        digest.update(f"{jar.name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:8]
 
 
 def with_class_archive(conf: Mapping[str, str], archive: Path | None = None) -> dict[str, str]:
@@ -70,7 +84,16 @@ def ensure_archive(java_options: str = LOCAL_DRIVER_JAVA_OPTIONS) -> Path:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
         raise RuntimeError(f"spark class archive: the warm-up job failed (exit {done.returncode}):\n{tail}")
     partial.replace(target)  # atomic: a JVM never maps a half-written archive
+    _remove_stale(target)
     return target
+
+
+def _remove_stale(kept: Path) -> None:
+    """This install's archives made with other jars: no JVM can map them any more."""
+    prefix = kept.name.rsplit("-", 2)[0]  # spark-<version>-<install path hash>
+    for old in kept.parent.glob(f"{prefix}-*-classes.jsa"):
+        if old != kept:
+            old.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
