@@ -56,6 +56,33 @@ def _heartbeat_config(lab, tmp_path, name: str, **top) -> object:
     return path
 
 
+def test_a_new_deployments_first_heartbeats_are_waited_for_then_missed(lab, tmp_path):
+    """No heartbeat has crossed yet (no flow runs): while each source's first heartbeat is
+    younger than the threshold the flows are waiting, and the check passes; once it is older,
+    each flow is named as missing."""
+    import uuid
+
+    from kafka_dr.airflow.heartbeat_dag import measure_flows
+
+    prefix = f"_kdr_hb_{uuid.uuid4().hex[:6]}"  # heartbeat topics of their own: none emitted before
+    path = _heartbeat_config(
+        lab, tmp_path, "new.yaml", internal_prefix=prefix, thresholds={"heartbeat_max_age_seconds": 15}
+    )
+    cfg = load_config(path)
+    for name in cfg.clusters:
+        emit(cfg, name)
+    figures = measure_flows(cfg)
+    assert {n: f["status"] for n, f in figures.items()} == {"east_to_west": "waiting", "west_to_east": "waiting"}
+    assert all(0 <= f["age_seconds"] <= 15 and f["newest_emitted_ms"] is None for f in figures.values()), figures
+    time.sleep(16)
+    for name in cfg.clusters:
+        emit(cfg, name)  # newer heartbeats do not make the first one younger
+    with pytest.raises(RuntimeError) as missed:
+        measure_flows(cfg)
+    assert "east_to_west (east -> west): no heartbeat from east has reached west" in str(missed.value)
+    assert "west_to_east (west -> east): no heartbeat from west has reached east" in str(missed.value)
+
+
 def test_heartbeats_measure_latency_and_alert_when_a_flow_stops(lab, airflow_db, spark, tmp_path, receivers):
     from kafka_dr.airflow.heartbeat_dag import build_heartbeat_dag, measure_flows
 

@@ -1,7 +1,9 @@
 """``dr_heartbeat``: emit a heartbeat on every cluster, then judge every flow by the age of
 the newest heartbeat of its source that reached its target (the end-to-end replication
-latency). A flow older than ``thresholds.heartbeat_max_age_seconds``, with no heartbeat at
-all, or with a heartbeat that came back to its own cluster (a loop) fails the run and alerts.
+latency). A flow older than ``thresholds.heartbeat_max_age_seconds``, with no heartbeat at all
+though its source emitted its first longer ago than that, or with a heartbeat that came back
+to its own cluster (a loop) fails the run and alerts. A flow whose source's first heartbeat is
+younger than that is ``waiting`` (a new deployment's first checks): logged, not alerted.
 
 The figures are returned as XCom and written to ``<prefix>.metrics`` on each target (key
 ``heartbeat:<flow>``), where the status page reads them. A flow that selects no data topic on
@@ -53,6 +55,15 @@ def measure_flows(cfg: DrConfig, resolve=None) -> dict[str, dict]:
             problems.append(
                 f"{flow.name} ({flow.source} -> {flow.target}): "
                 f"no heartbeat from {flow.source} has reached {flow.target}"
+            )
+        elif lat.status == "waiting":
+            log.info(
+                "%s: no heartbeat from %s on %s yet; its first left %.0fs ago (threshold %.0fs)",
+                flow.name,
+                flow.source,
+                flow.target,
+                lat.age_seconds,
+                cfg.thresholds.heartbeat_max_age_seconds,
             )
         elif lat.status == "late":
             problems.append(

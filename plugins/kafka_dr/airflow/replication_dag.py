@@ -193,8 +193,12 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             env_vars=spark_submit_env(),
             # the job gave up (a cluster stays unreachable, a refusal); not a killed driver
             on_failure_callback=failure_callbacks(cfg.alerts, quiet=(DriverKilled,)),
+            # the first retry soon (a driver killed with its task by a scheduler's restart is
+            # copying nothing meanwhile), later ones slower (a crash loop)
             retries=3,
-            retry_delay=pendulum.duration(seconds=30),
+            retry_delay=pendulum.duration(seconds=10),
+            retry_exponential_backoff=2.0,
+            max_retry_delay=pendulum.duration(seconds=120),
             execution_timeout=timeout,
         )
     return dag

@@ -24,7 +24,7 @@ from kafka_dr.core.status import SYNC_DAGS, Alert, ClusterHealth, FlowStatus, St
 
 COLORS = {"ok": "#1b7f3b", "warning": "#b26a00", "critical": "#c62828", "unknown": "#616161"}
 SERIES_COLORS = ["#1565c0", "#6a1b9a", "#00838f", "#ad1457", "#2e7d32", "#ef6c00"]
-HEARTBEAT_LEVELS = {"ok": "ok", "late": "warning", "missing": "warning"}
+HEARTBEAT_LEVELS = {"ok": "ok", "late": "warning", "missing": "warning", "waiting": "unknown"}
 RUN_LEVELS = {"success": "ok", "failed": "critical", "running": "unknown"}
 ACTIVE_NOTES = {
     "recorded": "recorded by the last failover/failback",

@@ -68,7 +68,7 @@ class FlowStatus:
     target: str
     enabled: bool
     stopped: bool  #: reads from a failed cluster (stopped until failback)
-    heartbeat_status: str  #: "ok" | "late" | "missing" | "unknown" (target unreadable)
+    heartbeat_status: str  #: "ok" | "late" | "missing" | "waiting" | "unknown" (target unreadable)
     heartbeat_age_seconds: float | None
     last_heartbeat_ms: int | None
     lag_records: int | None  #: summed over the partitions of the newest batch

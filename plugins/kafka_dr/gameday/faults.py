@@ -30,6 +30,8 @@ class Injected:
     fault: str
     began: float  #: epoch seconds
     ended: float | None = None  #: when the failure itself was over (None: at once)
+    #: the flows it can interrupt: a cluster is an end of both flows, and a lost scheduler's
+    #: restart stops the tasks its executor ran, both replication jobs among them
     flows: tuple[str, ...] = (EAST_TO_WEST, WEST_TO_EAST)
     notes: list[str] = field(default_factory=list)
 
@@ -94,22 +96,22 @@ def _leader_broker(d: Deployment, cluster: str, topic: str) -> str:
     return f"{cluster}-{leader}"
 
 
-def _leader_kill(d: Deployment, cluster: str, topic: str, fault: str, flows: tuple[str, ...]) -> Injected:
+def _leader_kill(d: Deployment, cluster: str, topic: str, fault: str) -> Injected:
     """kill -9 the broker leading partition 0 of a busy topic; it is started again after a while."""
     name = _leader_broker(d, cluster, topic)
     began = time.time()
     d.lab.kill(name)
     time.sleep(BROKER_DOWN_S)
     d.lab.start(name, BROKER_START_TIMEOUT_S)
-    return Injected(fault, began, time.time(), flows, [f"killed {name} (leader of {topic}-0), restarted"])
+    return Injected(fault, began, time.time(), notes=[f"killed {name} (leader of {topic}-0), restarted"])
 
 
 def target_leader(d: Deployment, topic: str) -> Injected:
-    return _leader_kill(d, WEST, topic, "target-leader", (EAST_TO_WEST,))
+    return _leader_kill(d, WEST, topic, "target-leader")
 
 
 def source_leader(d: Deployment, topic: str) -> Injected:
-    return _leader_kill(d, EAST, topic, "source-leader", (EAST_TO_WEST,))
+    return _leader_kill(d, EAST, topic, "source-leader")
 
 
 def target_rolling_restart(d: Deployment) -> Injected:
@@ -120,9 +122,7 @@ def target_rolling_restart(d: Deployment) -> Injected:
         d.lab.stop(b.name)
         d.lab.start(b.name, BROKER_START_TIMEOUT_S)
         _wait(f"west whole again after restarting {b.name}", lambda: _healthy(d, WEST), 180, 2)
-    return Injected(
-        "target-rolling-restart", began, time.time(), (EAST_TO_WEST,), [f"restarted {len(west.nodes)} brokers"]
-    )
+    return Injected("target-rolling-restart", began, time.time(), notes=[f"restarted {len(west.nodes)} brokers"])
 
 
 def _healthy(d: Deployment, cluster: str) -> bool:
@@ -136,7 +136,7 @@ def target_network_cut(d: Deployment, seconds: float = NETWORK_CUT_S) -> Injecte
     d.proxy.cut()
     time.sleep(seconds)
     d.proxy.restore()
-    return Injected("target-network-cut", began, time.time(), (EAST_TO_WEST,), [f"west unreachable {seconds:.0f}s"])
+    return Injected("target-network-cut", began, time.time(), notes=[f"west unreachable {seconds:.0f}s"])
 
 
 def airflow_scheduler(d: Deployment) -> Injected:
@@ -150,4 +150,4 @@ def airflow_scheduler(d: Deployment) -> Injected:
     time.sleep(5)
     assert d.cfg is not None
     d.airflow.up(ServiceSpec(**state["spec"]), d.cfg)
-    return Injected("airflow-scheduler", began, time.time(), (), [f"killed scheduler pid {pid}, restarted"])
+    return Injected("airflow-scheduler", began, time.time(), notes=[f"killed scheduler pid {pid}, restarted"])

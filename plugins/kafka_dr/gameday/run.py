@@ -145,6 +145,20 @@ def _wait_flowing(t: float, traffic: Traffic, readers: Readers, timeout: float) 
     raise TimeoutError(f"replication did not flow both ways within {timeout:.0f}s of the DAGs' start")
 
 
+def _await_recovery(fault: faults.Injected, traffic: Traffic, readers: Readers, timeout: float) -> str:
+    """Wait until every flow the fault can interrupt carries a record produced after it ended
+    (the next fault waits for it: each one's recovery is its own)."""
+    healed = fault.ended or fault.began
+    ends = [(EAST, WEST) if f == faults.EAST_TO_WEST else (WEST, EAST) for f in fault.flows]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        view, reads = traffic.view(), readers.reads()
+        if all(flowing_again(healed, s, r, view, reads) for s, r in ends):
+            return f"flowing again {time.time() - healed:.0f}s after it ended"
+        time.sleep(2)
+    return f"not flowing again within {timeout:.0f}s after it ended"
+
+
 def _settle(d: Deployment, view, timeout: float, say) -> dict:
     """Read both clusters until each holds every acknowledged record (or the timeout)."""
     deadline = time.monotonic() + timeout
@@ -222,6 +236,8 @@ def run_gameday(
             else:
                 injected.append(FAULTS[step.fault](d))
             say(f"fault: {step.fault} done: {'; '.join(injected[-1].notes)}")
+            if step.fault != DISASTER:
+                say(f"fault: {step.fault}: {_await_recovery(injected[-1], traffic, readers, pace.recovery_timeout_s)}")
         time.sleep(pace.tail_s)  # the last fault's recovery is measured too
         view = traffic.stop()
         end = time.time()

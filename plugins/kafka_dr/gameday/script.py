@@ -62,6 +62,9 @@ class Pace:
 
     #: least time from one fault's end to the next fault: its flowing-again window
     recovery_s: float = 60.0
+    #: the next fault waits this long at most for the last one's flows to flow again, so that
+    #: each fault's recovery is measured on its own
+    recovery_timeout_s: float = 300.0
     #: how long the moved app runs on west before east comes back
     on_west_s: float = 60.0
     #: after the last fault, before the traffic stops: its recovery is measured too
@@ -76,7 +79,14 @@ class Pace:
 FULL = Pace()
 #: The test suite's game day: every phase as short as its measurement allows on 2 cores
 #: (single faults flowed again within 20 s here), readiness awaited only by the failover.
-SHORT = Pace(recovery_s=30.0, on_west_s=20.0, tail_s=10.0, latency_window_s=30, ready_before_faults=False)
+SHORT = Pace(
+    recovery_s=30.0,
+    recovery_timeout_s=180.0,
+    on_west_s=20.0,
+    tail_s=10.0,
+    latency_window_s=30,
+    ready_before_faults=False,
+)
 
 #: One fault of each kind (a Spark process, a broker, the network, the scheduler), then the
 #: disaster: the short game day the test suite runs.

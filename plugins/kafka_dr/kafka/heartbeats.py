@@ -73,9 +73,15 @@ def read_tail(
 
 
 def measure(
-    cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, now_ms: int | None = None
+    cfg: DrConfig,
+    flow: FlowConfig,
+    resolve: SecretResolver | None = None,
+    now_ms: int | None = None,
+    ask_source: bool = True,
 ) -> FlowLatency:
-    """The age of the newest heartbeat of ``flow.source`` that reached ``flow.target``."""
+    """The age of the newest heartbeat of ``flow.source`` that reached ``flow.target``. With
+    none there, the source is asked for its first heartbeat (``waiting`` or ``missing``)
+    unless ``ask_source`` is False (a failover's, whose source is down)."""
     topic = router_for(cfg, flow).target_topic(cfg.names.heartbeat_topic) or cfg.names.heartbeat_topic
     c = clients.consumer(
         cfg.cluster(flow.target), cfg.names.reader_group("heartbeat-reader"), resolve, **{"enable.partition.eof": True}
@@ -85,4 +91,48 @@ def measure(
     finally:
         c.close()
     now = now_ms if now_ms is not None else int(time.time() * 1000)
-    return flow_latency(flow.name, flow.source, flow.target, seen, now, cfg.thresholds.heartbeat_max_age_seconds)
+    first = None
+    if ask_source and not any(origin == flow.source for origin, _ in seen):
+        first = first_emitted_ms(cfg, flow.source, resolve)
+    return flow_latency(flow.name, flow.source, flow.target, seen, now, cfg.thresholds.heartbeat_max_age_seconds, first)
+
+
+def first_emitted_ms(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None) -> int | None:
+    """When the oldest heartbeat ``cluster`` holds of its own was emitted; None when it holds
+    none or does not answer (a flow whose source is silent is judged missing, not waiting)."""
+    topic = cfg.names.heartbeat_topic
+    c = clients.consumer(
+        cfg.cluster(cluster), cfg.names.reader_group("heartbeat-reader"), resolve, **{"enable.partition.eof": True}
+    )
+    try:
+        md = c.list_topics(topic, timeout=10).topics.get(topic)
+        if md is None or md.error is not None:
+            return None
+        oldest = []
+        for p in md.partitions:
+            low, high = watermarks(c, TopicPartition(topic, p), 10)
+            if high > low:
+                c.assign([TopicPartition(topic, p, low)])
+                oldest += _first_own(c, cluster, deadline=time.monotonic() + 10)
+                c.unassign()
+        return min(oldest, default=None)
+    except Exception:  # noqa: BLE001 - an unreadable source leaves the flow judged missing
+        return None
+    finally:
+        c.close()
+
+
+def _first_own(consumer: Consumer, cluster: str, deadline: float, scan: int = 100) -> list[int]:
+    """The emission time of the first of ``cluster``'s own heartbeats among the first ``scan``
+    records of the assigned partition (the topic also holds copies of other clusters')."""
+    while scan > 0 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is None:
+            continue
+        if msg.error():
+            return []
+        scan -= 1
+        hb = Heartbeat.decode(msg.value())
+        if hb is not None and hb.cluster == cluster and origin_cluster(msg.headers()) is None:
+            return [hb.emitted_ms]
+    return []

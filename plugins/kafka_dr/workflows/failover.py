@@ -201,7 +201,7 @@ def rpo_report(run: FailoverRun, now_ms: int | None = None, failed_answers: bool
                 ).to_dict()
                 for t, p in keys
             ]
-        hb = measure(cfg, flow, resolve, now_ms=now)
+        hb = measure(cfg, flow, resolve, now_ms=now, ask_source=False)
         report["flows"][flow.name] = {
             "partitions": entries,
             "missing_records_at_least": sum(e["missing_at_least"] or 0 for e in entries),

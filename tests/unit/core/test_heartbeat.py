@@ -40,3 +40,14 @@ def test_a_copy_relayed_by_another_cluster_does_not_count_for_this_flow():
     # a heartbeat claiming origin east but emitted by north is not east's
     seen = [("east", Heartbeat("north", 5000))]
     assert flow_latency("f", "east", "west", seen, now_ms=6000, max_age_seconds=60).status == "missing"
+
+
+def test_none_arrived_yet_is_waiting_while_the_sources_first_is_younger_than_the_threshold():
+    """A new deployment's first check runs seconds after the first heartbeat left: no alert."""
+    seen = [(None, Heartbeat("west", 1))]
+    lat = flow_latency("east_to_west", "east", "west", seen, now_ms=70_000, max_age_seconds=60, first_emitted_ms=20_000)
+    assert (lat.status, lat.age_seconds, lat.newest_emitted_ms) == ("waiting", 50.0, None)
+    old = flow_latency("east_to_west", "east", "west", seen, now_ms=81_000, max_age_seconds=60, first_emitted_ms=20_000)
+    assert (old.status, old.age_seconds) == ("missing", None)
+    # the source unreadable: nothing says the flow is new
+    assert flow_latency("east_to_west", "east", "west", seen, now_ms=70_000, max_age_seconds=60).status == "missing"
