@@ -47,8 +47,6 @@ FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
 }
 FLOWING_TIMEOUT_S = 900.0
 READY_TIMEOUT_S = 600.0  #: offset sync run once, then dr_parity green both ways
-#: records/s per app: steady traffic that leaves the 2-core lab host room for everything else it runs
-TRAFFIC_RATE = 50.0
 SETTLE_TIMEOUT_S = 900.0
 
 
@@ -212,7 +210,7 @@ def run_gameday(
         # replication (and the offset sync that follows it) first, as an operator brings a
         # deployment up; the rest once it flows
         say(f"airflow: unpaused {', '.join(d.enable_dags(is_first_up))}")
-        traffic = Traffic(clusters, NAMES, TrafficSettings(rate=TRAFFIC_RATE)).start()
+        traffic = Traffic(clusters, NAMES, TrafficSettings(rate=pace.traffic_rate)).start()
         readers = Readers(NAMES).start_apps(clusters)
         sampler = MemorySampler(lambda: memory_roles(d)).start()
         t0 = time.time()

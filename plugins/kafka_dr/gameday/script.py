@@ -62,6 +62,8 @@ class Pace:
 
     #: least time from one fault's end to the next fault: its flowing-again window
     recovery_s: float = 60.0
+    #: records/s per app: steady traffic that leaves the 2-core lab host room for the rest
+    traffic_rate: float = 50.0
     #: the next fault waits this long at most for the last one's flows to flow again, so that
     #: each fault's recovery is measured on its own
     recovery_timeout_s: float = 300.0
@@ -77,13 +79,15 @@ class Pace:
 
 
 FULL = Pace()
-#: The test suite's game day: every phase as short as its measurement allows on 2 cores
-#: (single faults flowed again within 20 s here), readiness awaited only by the failover.
+#: The test suite's game day: every phase as short as its measurement allows on 2 cores (each
+#: fault waits for the last one's flows, then 15 s), lighter traffic, readiness awaited only
+#: by the failover.
 SHORT = Pace(
-    recovery_s=30.0,
+    recovery_s=15.0,
+    traffic_rate=30.0,
     recovery_timeout_s=180.0,
-    on_west_s=20.0,
-    tail_s=10.0,
+    on_west_s=10.0,
+    tail_s=5.0,
     latency_window_s=30,
     ready_before_faults=False,
 )
