@@ -26,6 +26,7 @@ from kafka_dr.gameday.script import DISASTER, FULL, Pace, Step, script
 from kafka_dr.gameday.traffic import Traffic, TrafficSettings, ensure_topics
 from kafka_dr.gameday.verdict import (
     ALERTING,
+    FLOW_ENDS,
     alerts_from,
     checks_for,
     disaster_figures,
@@ -133,28 +134,33 @@ def in_background(call: Callable[[], str]) -> Future:
     return future
 
 
-def _wait_flowing(t: float, traffic: Traffic, readers: Readers, timeout: float) -> float:
+def _flowing_by(t: float, ends, traffic: Traffic, readers: Readers, timeout: float) -> float | None:
+    """When every ``(source, target)`` in ``ends`` has carried a record produced at or after
+    ``t``; None if not within ``timeout``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         view, reads = traffic.view(), readers.reads()
-        if all(flowing_again(t, s, r, view, reads) for s, r in ((EAST, WEST), (WEST, EAST))):
+        if all(flowing_again(t, s, r, view, reads) for s, r in ends):
             return time.time()
         time.sleep(2)
-    raise TimeoutError(f"replication did not flow both ways within {timeout:.0f}s of the DAGs' start")
+    return None
+
+
+def _wait_flowing(t: float, traffic: Traffic, readers: Readers, timeout: float) -> float:
+    flowing = _flowing_by(t, ((EAST, WEST), (WEST, EAST)), traffic, readers, timeout)
+    if flowing is None:
+        raise TimeoutError(f"replication did not flow both ways within {timeout:.0f}s of the DAGs' start")
+    return flowing
 
 
 def _await_recovery(fault: faults.Injected, traffic: Traffic, readers: Readers, timeout: float) -> str:
     """Wait until every flow the fault can interrupt carries a record produced after it ended
     (the next fault waits for it: each one's recovery is its own)."""
     healed = fault.ended or fault.began
-    ends = [(EAST, WEST) if f == faults.EAST_TO_WEST else (WEST, EAST) for f in fault.flows]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        view, reads = traffic.view(), readers.reads()
-        if all(flowing_again(healed, s, r, view, reads) for s, r in ends):
-            return f"flowing again {time.time() - healed:.0f}s after it ended"
-        time.sleep(2)
-    return f"not flowing again within {timeout:.0f}s after it ended"
+    flowing = _flowing_by(healed, [FLOW_ENDS[f] for f in fault.flows], traffic, readers, timeout)
+    if flowing is None:
+        return f"not flowing again within {timeout:.0f}s after it ended"
+    return f"flowing again {flowing - healed:.0f}s after it ended"
 
 
 def _settle(d: Deployment, view, timeout: float, say) -> dict:

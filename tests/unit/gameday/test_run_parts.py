@@ -189,3 +189,34 @@ def test_the_targets_name_each_fault_that_missed_one():
     assert met["rto_within_60s"] and met["alerted_within_heartbeat_threshold"]
     assert met["alerted_though_healed_alone"] == ["spark-driver: restart"]
     assert targets(rows, rto_s=None, alert_within_s=30.0)["not_alerted_in_time"] == ["target-network-cut"]
+
+
+def test_a_fault_has_recovered_once_each_of_its_flows_carried_a_record_produced_after_it():
+    from kafka_dr.gameday.run import _await_recovery
+
+    class Source:
+        def __init__(self, value):
+            self.value = value
+
+        def view(self):
+            return self.value
+
+        def reads(self):
+            return self.value
+
+    view = LedgerView(
+        {
+            "east:gd.keyed:1": _acked("east:gd.keyed:1", "east", 105.0),
+            "west:gd.keyed:1": _acked("west:gd.keyed:1", "west", 106.0),
+        },
+        {},
+        {},
+        [],
+    )
+    east_only = [Read("east:gd.keyed:1", "gd-app-west", "west", "gd.keyed", 0, 1, 130.0, "east")]
+    both = [*east_only, Read("west:gd.keyed:1", "gd-app-east", "east", "gd.keyed", 0, 1, 131.0, "west")]
+    cut = Injected("target-network-cut", 100.0, 104.0)
+    assert _await_recovery(cut, Source(view), Source(both), 1.0).startswith("flowing again ")
+    assert _await_recovery(cut, Source(view), Source(east_only), 0.1) == "not flowing again within 0s after it ended"
+    one_flow = Injected("spark-driver", 100.0, 104.0, ("east_to_west",))
+    assert _await_recovery(one_flow, Source(view), Source(east_only), 1.0).startswith("flowing again ")
