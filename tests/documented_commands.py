@@ -161,6 +161,8 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2eos,rawpipe,rawpipe1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench --quick": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --scale-out": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --scale-out --quick": Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.spark.class_archive": Check(
         RUN, r"^spark class archive: /.*/spark-[0-9.]+-[0-9a-f]{8}-[0-9a-f]{8}-classes\.jsa$"
     ),

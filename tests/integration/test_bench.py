@@ -7,6 +7,7 @@ complete); never a timing: figures on a shared CI machine mean nothing.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import sys
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from conftest import TEST_SPARK_PORT, TEST_SPARK_WEBUI_PORT
 from kafka_dr.bench.report import expected_keys
 from kafka_dr.kafka.clients import client_config
+from kafka_dr.lab.spark_cluster import SparkCluster
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
@@ -184,6 +187,49 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
         interval = 100 if ".lat" in log.parent.name else 5000
         assert "transaction.boundary = interval" in text, log
         assert f"transaction.boundary.interval.ms = {interval}" in text, log
+
+
+def test_quick_scale_out_copies_two_flows_at_once_on_a_spark_cluster_of_its_own(lab, lab_config):
+    """``--scale-out --quick``: a Spark standalone cluster of its own (two one-core workers), both
+    flows at once with one executor each; every copy complete, each executor in a worker's JVM,
+    the cluster stopped and the run's topics deleted afterwards."""
+    env = {
+        **os.environ,
+        "KAFKA_DR_LAB_SPARK_WEBUI_PORT": str(TEST_SPARK_WEBUI_PORT + 20),
+    }
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafka_dr.cli",
+            "bench",
+            "--scale-out",
+            "--quick",
+            "--dir",
+            str(lab.root),
+            "--spark-port",
+            str(TEST_SPARK_PORT + 20),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    lines = proc.stdout.strip().splitlines()
+    figures = json.loads(lines[-1])
+    assert figures["scaleout_rows"] == ["e2_t1_f2"] and figures["scaleout_size"] == 1024
+    assert figures["scaleout_e2_t1_f2_complete"] is True, figures
+    assert figures["scaleout_e2_t1_f2_records"] == 40_000 == figures["scaleout_e2_t1_f2_copied"]
+    assert figures["scaleout_e2_t1_f2_records_per_s"] > 0 and figures["scaleout_e2_t1_f2_cpu_us_per_record"] > 0
+    assert "Scale-out on a Spark standalone cluster (2 workers of 1 core" in "\n".join(lines[:-1])
+    run_dir = lab.root / "bench" / figures["run"]
+    # each flow's executor ran in a worker's JVM: each worker's folder holds one application's executor
+    assert len(list((run_dir / "spark" / "work").glob("worker-*/app-*/*/stderr"))) == 2
+    assert not SparkCluster(run_dir / "spark").running_master()
+    for cluster in lab_config.clusters.values():
+        left = [t for t in AdminClient(client_config(cluster)).list_topics(timeout=30).topics if figures["run"] in t]
+        assert not left, (cluster.name, left)
 
 
 def test_an_unknown_system_is_refused_before_anything_starts(tmp_path):

@@ -40,6 +40,11 @@ FULL = {
 }
 
 
+#: --scale-out: workers of one core each (kafka_dr.bench.scaleout), records per flow of --quick
+SCALE_OUT_WORKERS = 2
+QUICK_SCALE_OUT_RECORDS = 20_000
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--quick",
@@ -105,6 +110,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"unmeasured records through both brokers first (default {FULL['warmup_records']:,}; --quick: 0)",
     )
     p.add_argument(
+        "--scale-out",
+        action="store_true",
+        help="instead of the comparison: our job on a Spark standalone cluster "
+        f"({SCALE_OUT_WORKERS} workers of 1 core) with 1 and 2 executors, --tasks 1, 2 and 4, and two flows "
+        f"at once; the largest of --sizes (default {FULL['records']:,} records per flow; "
+        f"--quick: {QUICK_SCALE_OUT_RECORDS:,}, two flows at once only)",
+    )
+    p.add_argument(
+        "--spark-port",
+        type=int,
+        default=None,
+        help="--scale-out: the Spark master's port (default $KAFKA_DR_LAB_SPARK_PORT or 7077; "
+        "its web UI on $KAFKA_DR_LAB_SPARK_WEBUI_PORT or 8080, the workers' after it)",
+    )
+    p.add_argument(
         "--base-port",
         type=int,
         default=None,
@@ -126,8 +146,26 @@ def run(a: argparse.Namespace) -> int:
     )
     preset = QUICK if a.quick else FULL
     systems, sizes, rates = validated(a, preset)  # every argument before the lab starts
+    layout = scale_out_layout(a)  # validated before the lab starts
     lab = Lab(a.dir)
     config = lab.up(count=2, base_port=a.base_port)
+    if a.scale_out:
+        from kafka_dr.bench import scaleout
+        from kafka_dr.bench.run import run_scale_out_bench
+
+        flat = run_scale_out_bench(
+            config,
+            lab.root / "bench",
+            records=a.records or (QUICK_SCALE_OUT_RECORDS if a.quick else FULL["records"]),
+            size=max(sizes),
+            partitions=a.partitions,
+            layout=layout,
+            quick=a.quick,
+            keep_topics=a.keep_topics,
+        )
+        print(scaleout.table(flat))
+        print(json_line(flat), flush=True)
+        return 0 if all(flat.get(f"scaleout_{k}_complete") for k in flat["scaleout_rows"]) else 1
     flat = run_bench(
         config,
         lab.root / "bench",
@@ -147,6 +185,26 @@ def run(a: argparse.Namespace) -> int:
     print(table(flat))
     print(json_line(flat), flush=True)
     return 0
+
+
+def scale_out_layout(a: argparse.Namespace):
+    """The Spark cluster --scale-out starts (None without it); a port it cannot use is named (exit 2)."""
+    if not a.scale_out:
+        return None
+    from kafka_dr.core.inputs import InvalidInput
+    from kafka_dr.lab.spark_cluster import SparkLayout, default_port, default_webui_port
+
+    layout = SparkLayout(
+        port=a.spark_port or default_port(),
+        webui_port=default_webui_port(),
+        workers=SCALE_OUT_WORKERS,
+        cores=1,
+        memory="2g",
+    )
+    problems = [x.replace("--port", "--spark-port") for x in layout.problems()]
+    if problems:
+        raise InvalidInput(problems)
+    return layout
 
 
 def validated(a: argparse.Namespace, preset: dict) -> tuple[tuple[str, ...], list[int], tuple[int, ...]]:

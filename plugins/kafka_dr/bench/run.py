@@ -374,6 +374,42 @@ def run_bench(
         return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
 
 
+def run_scale_out_bench(
+    config_path: Path,
+    workdir: Path,
+    records: int,
+    size: int,
+    partitions: int,
+    layout,
+    quick: bool = False,
+    keep_topics: bool = False,
+    timeout: float = 900.0,
+    say=print,
+) -> dict:
+    """The scale-out rows (:mod:`kafka_dr.bench.scaleout`) on a Spark cluster of ``layout``,
+    the run's topics deleted afterwards as :func:`run_bench`'s; ``quick``: the first and the
+    last row only (proves it works)."""
+    from kafka_dr.bench.scaleout import QUICK_ROWS, ROWS, run_scale_out
+
+    cfg = load_config(config_path)
+    run = f"bench.{uuid.uuid4().hex[:6]}"
+    with _topics_deleted_after(cfg, run, keep_topics, say):
+        figures = run_scale_out(
+            cfg,
+            Path(config_path),
+            Path(workdir) / run,
+            run,
+            records,
+            size,
+            partitions,
+            layout,
+            timeout,
+            say,
+            QUICK_ROWS if quick else ROWS,
+        )
+        return {"bench": "kafka-dr", "run": run, "partitions": partitions, **figures}
+
+
 def backlog_rounds_phase(
     sys_objs: list[System],
     e_admin: AdminClient,

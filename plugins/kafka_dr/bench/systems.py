@@ -101,16 +101,32 @@ class System:
 
 class Ours(System):
     """This project's job, through the same entry point the DAGs spark-submit
-    (``kafka_dr.spark.job.main``, which ``spark_jobs/replicate.py`` calls), local Spark."""
+    (``kafka_dr.spark.job.main``, which ``spark_jobs/replicate.py`` calls), local Spark by
+    default. ``flow``: which of the lab's two flows (the scale-out runs two at once);
+    ``spark_conf``: the config's Spark settings for the run; ``job_args``: more of the job's
+    arguments (``--tasks``)."""
 
     name = "ours"
     guarantee = "exactly-once (transactions, read_committed)"
 
     def __init__(
-        self, cfg: DrConfig, workdir: Path, config_path: Path, master: str = "local[2]", trigger_seconds: float = 1.0
+        self,
+        cfg: DrConfig,
+        workdir: Path,
+        config_path: Path,
+        master: str = "local[2]",
+        trigger_seconds: float = 1.0,
+        flow: str = FLOW,
+        spark_conf: dict[str, str] | None = None,
+        job_args: tuple[str, ...] = (),
     ) -> None:
         super().__init__(cfg, workdir)
         self.config_path, self.master, self.trigger_seconds = config_path, master, trigger_seconds
+        self.flow, self.spark_conf, self.job_args = flow, spark_conf, tuple(job_args)
+        f = next(f for f in cfg.flows if f.name == flow)
+        self.source, self.target = cfg.cluster(f.source), cfg.cluster(f.target)
+        if f.target != "west":
+            self._t_admin = AdminClient(client_config(self.target))
         self._progress: Consumer | None = None
         self._stop_file = self.workdir / "stop"
 
@@ -119,10 +135,12 @@ class Ours(System):
 
     def _write_config(self, topics: list[str]) -> Path:
         doc = yaml.safe_load(Path(self.config_path).read_text())
-        flow = next(f for f in doc["flows"] if f["source"] == "east" and f["target"] == "west")
+        flow = next(f for f in doc["flows"] if (f.get("name") or f"{f['source']}_to_{f['target']}") == self.flow)
         flow["topics"] = {"allow": [re.escape(t) for t in topics]}
         doc["flows"] = [flow]
         doc.pop("schema_mirror", None)
+        if self.spark_conf is not None:
+            doc["spark"] = {"master": self.master, "conf": dict(self.spark_conf)}
         path = self.workdir / f"kafka-dr-{topics[0]}.yaml"
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
@@ -140,7 +158,7 @@ class Ours(System):
             "--config",
             str(path),
             "--flow",
-            FLOW,
+            self.flow,
             "--mode",
             "continuous" if continuous else "incremental",
             "--master",
@@ -153,6 +171,7 @@ class Ours(System):
             # window at query start; the job's own supervisor retries (as the DAG's would)
             "--max-restarts",
             "12",
+            *self.job_args,
         ]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         self._spawn(cmd, f"job-{topic}.log", env)
@@ -168,7 +187,8 @@ class Ours(System):
         if self._progress is None:
             self._progress = Consumer(
                 client_config(
-                    self.target, **{"group.id": self._flow_cfg.names.progress_group(FLOW), "enable.auto.commit": False}
+                    self.target,
+                    **{"group.id": self._flow_cfg.names.progress_group(self.flow), "enable.auto.commit": False},
                 )
             )
         try:
