@@ -387,8 +387,8 @@ def run_scale_out_bench(
     say=print,
 ) -> dict:
     """The scale-out rows (:mod:`kafka_dr.bench.scaleout`) on a Spark cluster of ``layout``,
-    the run's topics deleted afterwards as :func:`run_bench`'s; ``quick``: the first and the
-    last row only (proves it works)."""
+    the run's topics deleted afterwards as :func:`run_bench`'s; ``quick``: the two-flow row
+    only (proves it works)."""
     from kafka_dr.bench.scaleout import QUICK_ROWS, ROWS, run_scale_out
 
     cfg = load_config(config_path)

@@ -49,9 +49,9 @@ class System:
     name = ""
     guarantee = ""
 
-    def __init__(self, cfg: DrConfig, workdir: Path) -> None:
+    def __init__(self, cfg: DrConfig, workdir: Path, source: str = "east", target: str = "west") -> None:
         self.cfg = cfg
-        self.source, self.target = cfg.cluster("east"), cfg.cluster("west")
+        self.source, self.target = cfg.cluster(source), cfg.cluster(target)
         self.workdir = workdir / self.name
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen | None = None
@@ -120,13 +120,11 @@ class Ours(System):
         spark_conf: dict[str, str] | None = None,
         job_args: tuple[str, ...] = (),
     ) -> None:
-        super().__init__(cfg, workdir)
+        self._flow_index = next(i for i, f in enumerate(cfg.flows) if f.name == flow)
+        f = cfg.flows[self._flow_index]
+        super().__init__(cfg, workdir, f.source, f.target)
         self.config_path, self.master, self.trigger_seconds = config_path, master, trigger_seconds
         self.flow, self.spark_conf, self.job_args = flow, spark_conf, tuple(job_args)
-        f = next(f for f in cfg.flows if f.name == flow)
-        self.source, self.target = cfg.cluster(f.source), cfg.cluster(f.target)
-        if f.target != "west":
-            self._t_admin = AdminClient(client_config(self.target))
         self._progress: Consumer | None = None
         self._stop_file = self.workdir / "stop"
 
@@ -135,7 +133,7 @@ class Ours(System):
 
     def _write_config(self, topics: list[str]) -> Path:
         doc = yaml.safe_load(Path(self.config_path).read_text())
-        flow = next(f for f in doc["flows"] if (f.get("name") or f"{f['source']}_to_{f['target']}") == self.flow)
+        flow = doc["flows"][self._flow_index]  # the loaded config keeps the file's order of flows
         flow["topics"] = {"allow": [re.escape(t) for t in topics]}
         doc["flows"] = [flow]
         doc.pop("schema_mirror", None)
