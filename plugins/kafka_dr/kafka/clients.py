@@ -50,10 +50,10 @@ def auth_problem(cluster: ClusterConfig, resolve: SecretResolver | None = None, 
         client.list_topics(timeout=timeout)
     except KafkaException:
         pass
-    return _refusal(cluster, client, seen)
+    return refusal(cluster, client, seen)
 
 
-def _refusal(cluster: ClusterConfig, client: AdminClient, seen: list) -> str | None:
+def refusal(cluster: ClusterConfig, client: AdminClient, seen) -> str | None:
     """The authentication or TLS failure among the errors ``client``'s error callback collected
     in ``seen`` (served here), named with the setting to check; else ``None``."""
     client.poll(0.5)  # error callbacks are served by poll
@@ -193,7 +193,7 @@ def cluster_id(cluster: ClusterConfig, resolve: SecretResolver | None = None, ti
     try:
         md = client.list_topics(timeout=timeout)
     except KafkaException as e:
-        problem = _refusal(cluster, client, seen)
+        problem = refusal(cluster, client, seen)
         if problem:
             raise AuthenticationFailed(f"cluster {cluster.name!r} ({cluster.bootstrap_servers}): {problem}") from None
         raise ClusterUnreachable(

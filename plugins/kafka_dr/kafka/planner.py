@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
@@ -19,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_config import replicable_configs
-from kafka_dr.kafka.clients import AuthenticationFailed, ClusterUnreachable, SecretResolver, auth_problem, client_config
+from kafka_dr.kafka.clients import AuthenticationFailed, ClusterUnreachable, SecretResolver, client_config, refusal
 from kafka_dr.kafka.topic_admin import create_topics, describe_topic_configs, wait_until_served
 from kafka_dr.kafka.topics import ensure_topic, query_offsets
 
@@ -56,8 +57,16 @@ class FlowPlanner:
         self.cfg, self.flow, self.clock, self.resolve = cfg, flow, clock, resolve
         self.create_targets = create_targets
         self.router = router_for(cfg, flow)
-        self.source = AdminClient(client_config(cfg.cluster(flow.source), resolve))
-        self.target = AdminClient(client_config(cfg.cluster(flow.target), resolve))
+        # the clients' own error events: a refused login or TLS handshake is named from them,
+        # so a dead cluster costs one metadata timeout, not a second probe on top (bounded: the
+        # planner lives as long as the job)
+        self._errors = {"source": deque(maxlen=32), "target": deque(maxlen=32)}
+        self.source = AdminClient(
+            client_config(cfg.cluster(flow.source), resolve, error_cb=self._errors["source"].append)
+        )
+        self.target = AdminClient(
+            client_config(cfg.cluster(flow.target), resolve, error_cb=self._errors["target"].append)
+        )
         self._routes: dict[str, TopicRoute] = {}
         self._refreshed_at: float | None = None
 
@@ -72,12 +81,14 @@ class FlowPlanner:
 
     def _answer(self, which: str, call):
         """Run an admin call; an unreachable cluster becomes one clear error naming it."""
+        self._errors[which].clear()
         try:
             return call()
         except KafkaException as e:
             name = self.flow.source if which == "source" else self.flow.target
             cluster = self.cfg.cluster(name)
-            problem = auth_problem(cluster, self.resolve)
+            client = self.source if which == "source" else self.target
+            problem = refusal(cluster, client, list(self._errors[which]))
             if problem:
                 raise AuthenticationFailed(
                     f"flow {self.flow.name}: {which} cluster {name!r} ({cluster.bootstrap_servers}): {problem}"
