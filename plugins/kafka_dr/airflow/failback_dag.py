@@ -19,7 +19,7 @@ from airflow.sdk import DAG, Param, task
 
 from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
-from kafka_dr.airflow.params import cluster_param, dry_run_param, force_param, groups_param
+from kafka_dr.airflow.params import SECTION_SAFETY, cluster_param, dry_run_param, force_param, groups_param
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.failback import MODES, RESYNC
 
@@ -58,6 +58,14 @@ def failback_params(cfg: DrConfig) -> dict:
             "Which consumer groups move back: a regular expression matched against the whole "
             "group id; .* moves every group."
         ),
+        "data_quality": Param(
+            True,
+            type="boolean",
+            title="Data-quality comparison in the gate",
+            description="On: the gate also compares everything the two clusters hold with Spark + GX (minutes on "
+            "large topics). Off: only the record comparison; the next dr_data_quality run judges the copies.",
+            section=SECTION_SAFETY,
+        ),
         "dry_run": dry_run_param("failback"),
         "force": force_param(
             "Even if the recovered cluster is not recorded as failed, or (reseed) already holds data."
@@ -94,6 +102,7 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
                 groups=p["consumer_groups"],
                 dry_run=bool(p["dry_run"]),
                 force=bool(p["force"]),
+                data_quality=bool(p.get("data_quality", True)),
                 resolve=airflow_resolver(),
             )
 

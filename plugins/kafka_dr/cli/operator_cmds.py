@@ -44,6 +44,11 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     fb.add_argument("--until-ms", type=int, default=None, help="... and before this time")
     fb.add_argument("--dry-run", action="store_true", help="report what would happen, change nothing")
+    fb.add_argument(
+        "--no-data-quality",
+        action="store_true",
+        help="the gate compares records only, without the Spark + GX comparison (the next data-quality run judges)",
+    )
     fb.add_argument("--force", action="store_true", help="even if not recorded as failed, or (reseed) not empty")
     fb.add_argument("--config", type=Path, default=None, help="config file (default $KAFKA_DR_CONFIG or the lab's)")
     fb.set_defaults(handler=failback)
@@ -100,6 +105,7 @@ def failback(a: argparse.Namespace) -> int:
         force=a.force,
         since_ms=a.since_ms,
         until_ms=a.until_ms,
+        data_quality=not a.no_data_quality,
     )
     _print(run_failback(run), format_summary, a.json)
     return 0

@@ -62,7 +62,9 @@ def _operator_run(d: Deployment, dag_id: str, conf: dict) -> tuple[float, float,
     return triggered, time.time(), run["state"], _summary(d, dag_id, run_id)
 
 
-def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, on_west_s: float, say=print) -> DisasterLog:
+def run_disaster(
+    d: Deployment, traffic: Traffic, readers: Readers, on_west_s: float, say=print, data_quality: bool = True
+) -> DisasterLog:
     log = DisasterLog()
     groups = NAMES.group(EAST)  # the group of the app that moves; west's own group stays
     east, west = d.cfg.cluster(EAST), d.cfg.cluster(WEST)
@@ -97,6 +99,7 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, on_west_s: f
         "surviving_cluster": WEST,
         "mode": "resync",
         "consumer_groups": groups,
+        "data_quality": data_quality,
         "dry_run": False,
     }
     log.failback_triggered_at, log.failback_done_at, log.failback_state, log.failback_summary = _operator_run(

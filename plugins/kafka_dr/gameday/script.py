@@ -76,12 +76,15 @@ class Pace:
     #: the faults start once the deployment is ready for failover (an operator's game day);
     #: else they start at once, and only the disaster waits for it
     ready_before_faults: bool = True
+    #: the failback's gate runs the data-quality comparison too (else records only: the game
+    #: day's own proof and its data-quality run at the end judge the copies)
+    failback_data_quality: bool = True
 
 
 FULL = Pace()
 #: The test suite's game day: every phase as short as its measurement allows on 2 cores (each
 #: fault waits for the last one's flows, then 15 s), lighter traffic, readiness awaited only
-#: by the failover.
+#: by the failover, the failback's gate on records only.
 SHORT = Pace(
     recovery_s=15.0,
     traffic_rate=30.0,
@@ -90,6 +93,7 @@ SHORT = Pace(
     tail_s=5.0,
     latency_window_s=30,
     ready_before_faults=False,
+    failback_data_quality=False,
 )
 
 #: One fault of each kind (a Spark process, a broker, the network, the scheduler), then the

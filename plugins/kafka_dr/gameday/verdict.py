@@ -193,6 +193,7 @@ def disaster_figures(d: DisasterLog | None, rpo: Check | None) -> dict:
         "failover_seconds": round(d.failover_done_at - d.failover_triggered_at, 1),
         "failback_state": d.failback_state,
         "failback_seconds": round(d.failback_done_at - d.failback_triggered_at, 1),
+        "failback_gate": d.failback_summary.get("gate"),
         "drain_state": d.drain_state,
         "drain_seconds": round(d.drain_done_at - d.drain_triggered_at, 1),
         "rto_seconds": None if d.rto_s is None else round(d.rto_s, 1),

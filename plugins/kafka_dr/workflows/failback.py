@@ -184,6 +184,8 @@ def format_summary(s: dict) -> str:
     g = s.get("gate", {})
     if "records_checked" in g:
         lines.append(f"  gate: {g['partitions']} partition(s), {g['records_checked']} record(s) equal on both clusters")
+    if "skipped" in g.get("data_quality", {}):
+        lines.append(f"  gate: data quality not compared: {g['data_quality']['skipped']}")
     for r in s.get("consumer_groups", []):
         lines.append(
             f"  group {r['group']} {r['topic']}[{r['partition']}]: {r['action']} at {r['target_offset']}"

@@ -22,6 +22,8 @@ class FailbackRun:
     :param groups: a regex selecting the consumer groups that move back.
     :param since_ms: with ``until_ms``, narrows a resync's transient back flow to records with
         ``since_ms <= timestamp < until_ms``.
+    :param data_quality: whether the gate also runs the data-quality comparison (Spark + GX) of
+        everything the two hold; the record comparison always runs.
     """
 
     cfg: DrConfig
@@ -34,6 +36,7 @@ class FailbackRun:
     force: bool = False
     since_ms: int | None = None
     until_ms: int | None = None
+    data_quality: bool = True
     resolve: SecretResolver | None = None
 
     def flows(self, src: str, dst: str) -> list[FlowConfig]:

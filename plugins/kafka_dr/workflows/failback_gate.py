@@ -3,7 +3,8 @@ topic-partition (count and an order-independent checksum; on a compacted topic t
 record per key), up to the copied flow's committed progress on the survivor and, in
 active/active, the flow back's on the recovered cluster (applications may write to either
 while the failback runs), and the data-quality comparison (Spark + GX) of the flows between
-them must pass. A failed gate stops the failback and names each difference."""
+them must pass (unless the operator turned it off for this failback). A failed gate stops the
+failback and names each difference."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from kafka_dr.workflows.failback_flows import FailbackRun
 #: (the copied flow's progress on the survivor, the flow back's on the recovered cluster)
 Bounds = tuple[int | None, int | None]
 LATENCY_NOT_CHECKED_MS = 10 * 365 * 86400 * 1000.0  #: the gate's latency bound: ten years
+SKIPPED_BY_OPERATOR = "turned off for this failback: the next dr_data_quality run judges what it copied"
 
 
 class GateFailed(RuntimeError):
@@ -134,6 +136,9 @@ def gate(run: FailbackRun) -> dict:
             problems,
         )
     out = {"partitions": len(partitions), "records_checked": checked, "differences": 0}
+    if not run.data_quality:
+        out["data_quality"] = {"skipped": SKIPPED_BY_OPERATOR}
+        return out
     narrowed = run.topics and run.topics != ".*"
     out["data_quality"] = data_quality_gate(run, sorted({t for t, _ in partitions}) if narrowed else None)
     return out
