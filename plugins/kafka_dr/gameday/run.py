@@ -173,7 +173,7 @@ def _settle(d: Deployment, view, timeout: float, say) -> dict:
         if not any(missing.values()) or time.monotonic() >= deadline:
             say(f"settled: records still missing per cluster {missing}")
             return stored
-        time.sleep(10)
+        time.sleep(3)
 
 
 def next_start(scheduled: float, injected: list[faults.Injected], pace: Pace) -> float:

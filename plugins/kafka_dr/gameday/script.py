@@ -83,10 +83,10 @@ class Pace:
 
 FULL = Pace()
 #: The test suite's game day: every phase as short as its measurement allows on 2 cores (each
-#: fault waits for the last one's flows, then 15 s), lighter traffic, readiness awaited only
+#: fault waits for the last one's flows, then 8 s), lighter traffic, readiness awaited only
 #: by the failover, the failback's gate on records only.
 SHORT = Pace(
-    recovery_s=15.0,
+    recovery_s=8.0,
     traffic_rate=30.0,
     recovery_timeout_s=180.0,
     on_west_s=10.0,
