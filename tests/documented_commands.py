@@ -167,6 +167,7 @@ COMMANDS: dict[str, Check] = {
         RUN, r"^spark class archive: /.*/spark-[0-9.]+-[0-9a-f]{8}-[0-9a-f]{8}-classes\.jsa$"
     ),
     ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --scale-out --dir .lab-bench --base-port 27092": Check(PARSED, covered_by=BENCH),
     # docs/reliability.md: the drills run for minutes; the secure lab runs as printed
     ".venv/bin/kafka-dr drill": Check(PARSED, covered_by=DRILLS),
     ".venv/bin/kafka-dr drill soak --soak-seconds 600": Check(PARSED, covered_by=DRILLS),
