@@ -120,6 +120,11 @@ def service_env(
             "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
             # a task whose supervisor stopped heartbeating is failed (and retried) after this
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "120",
+            # that timeout covers only the tasks this scheduler queued: a task left "running" by a
+            # killed scheduler waits for the next orphan sweep (default every 300 s), which resets
+            # it once the dead scheduler's heartbeat is 30 s old; a continuous flow copies nothing
+            # until then
+            "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "30",
             # an edited DAG file is parsed again at once; an unchanged one (the config it reads
             # may have changed) every two minutes, by one process: parsing every 30 s by two
             # took most of a core from the flows on a small machine

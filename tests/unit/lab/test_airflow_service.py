@@ -71,6 +71,8 @@ def test_the_environment_is_the_services_own_whatever_the_shell_had(spec):
     assert env["AIRFLOW__API_AUTH__JWT_SECRET"] == "j" and env["AIRFLOW__API__SECRET_KEY"] == "s"
     # a task's start call waits for a busy API instead of dying unstarted
     assert float(env["AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT"]) >= 30
+    # a task a killed scheduler left running is reset within a minute, not five
+    assert float(env["AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL"]) <= 30
     assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] == "False"  # login required
     assert env["JAVA_HOME"] == "/jdk"
     assert env["PATH"] == f"{Path(sys.executable).parent}{os.pathsep}/usr/bin"
