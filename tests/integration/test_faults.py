@@ -233,3 +233,45 @@ def test_progress_commit_no_transaction_owns_is_cleared(lab, tmp_path, topic_nam
     )
     assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(30)]
     assert read_committed_progress(cfg, flow, [(topic_name, 0)])[(topic_name, 0)]["next_offset"] == 30
+
+
+def test_a_failback_copy_floors_progress_at_the_copies_on_the_target(lab, tmp_path, topic_name):
+    """What a 30-minute game day met: after every broker of the recovered cluster was killed
+    and started again, the flow's progress there read back stable but half an hour behind the
+    copies the cluster held, and the failback's copy duplicated everything since. Recreated by
+    committing the progress back below copies already made (no pending commit: the read is
+    stable). Before its first round a failback moves progress up to the last copy on the
+    target, so every record ends up there once."""
+    from confluent_kafka import Producer, TopicPartition
+    from test_replication import east_to_west_one_partition
+
+    from kafka_dr.core.progress import encode_metadata
+    from kafka_dr.kafka import clients
+    from kafka_dr.kafka.orphaned_offsets import floor_progress_at_copies
+    from kafka_dr.kafka.progress_store import read_committed_progress
+    from kafka_dr.kafka.writing import produce_all
+    from kafka_dr.workflows.failback_copy import copy_round
+
+    config, cfg, flow = east_to_west_one_partition(lab, tmp_path, topic_name)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30)])
+    first = copy_round(cfg, flow)
+
+    p = Producer(clients.one_shot_transactional_config(west, None, f"test-set-back-{topic_name}"))
+    p.init_transactions(30)
+    p.begin_transaction()
+    meta = clients.consumer(west, group_id=cfg.names.progress_group(flow.name))
+    p.send_offsets_to_transaction(
+        [TopicPartition(topic_name, 0, 5, encode_metadata(topic_name, 0))], meta.consumer_group_metadata(), 30
+    )
+    p.commit_transaction(30)
+    meta.close()
+    assert read_committed_progress(cfg, flow, [(topic_name, 0)])[(topic_name, 0)]["next_offset"] == 5
+
+    produce_all(clients.producer(east), topic_name, [(b"k", b"v%d" % i, [], None, 0) for i in range(30, 40)])
+    floored = floor_progress_at_copies(cfg, flow, [(topic_name, topic_name, 0)])
+    second = copy_round(cfg, flow)
+
+    assert floored[(topic_name, topic_name, 0)] == 30
+    assert (first["by_topic"][topic_name], second["by_topic"][topic_name]) == (30, 10)
+    assert [r.value for r in read_topic(west, topic_name)] == [b"v%d" % i for i in range(40)]

@@ -116,6 +116,7 @@ def repair_progress(
     group_meta,
     committed: dict[Pair, int | None],
     resolve: SecretResolver | None = None,
+    why: str = "the cleared commit was of a committed transaction",
 ) -> dict[Pair, int | None]:
     """After a pending commit was cleared: the progress of each (source topic, target topic,
     partition) of ``committed`` (its committed next offset, or None), moved up to just after
@@ -171,14 +172,15 @@ def repair_progress(
     producer.commit_transaction(30)
     for (src, t, p), nxt in moved.items():
         log.warning(
-            "flow %s: progress of %s/%s[%d] was %s while copies up to source offset %d were on the target (the cleared "
-            "commit was of a committed transaction); progress set to %d",
+            "flow %s: progress of %s/%s[%d] was %s while copies up to source offset %d were on the target (%s); "
+            "progress set to %d",
             flow.name,
             flow.target,
             t,
             p,
             committed[(src, t, p)],
             nxt - 1,
+            why,
             nxt,
         )
     return {**committed, **moved}
@@ -236,5 +238,45 @@ def clear_flow_orphans(
             {pair: (tp.offset if tp.offset >= 0 else None) for pair, tp in zip(pairs, got) if tp.error is None},
             resolve,
         )
+    finally:
+        meta.close()
+
+
+def floor_progress_at_copies(
+    cfg: DrConfig, flow: FlowConfig, pairs: list[Pair], resolve: SecretResolver | None = None
+) -> dict[Pair, int | None]:
+    """The committed progress of ``pairs``, first moved up to just after the target's last copy
+    of each partition where it is behind (:func:`repair_progress`), without clearing anything.
+
+    For a copy that follows an unclean restart of the target's brokers (a failback): their
+    replay of the progress group has been seen to answer a stable progress half an hour behind
+    the copies, and a copy from there duplicates everything since. Progress never moves
+    backwards past what the target holds. Uses the flow's task transactional id, so a streaming
+    task of the flow still running would be fenced: call it while the flow is stopped."""
+    meta = Consumer(
+        client_config(
+            cfg.cluster(flow.target),
+            resolve,
+            **{
+                "group.id": cfg.names.progress_group(flow.name),
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            },
+        )
+    )
+    try:
+        try:
+            got = committed_with_retry(meta, [TopicPartition(t, q) for _, t, q in pairs], 60)
+        except KafkaException as e:
+            if not unstable(e):
+                raise
+            return {}  # a pending commit: the copier's own read clears it and repairs (read_progress)
+        committed = {pair: (tp.offset if tp.offset >= 0 else None) for pair, tp in zip(pairs, got) if tp.error is None}
+        p = Producer(
+            one_shot_transactional_config(cfg.cluster(flow.target), resolve, cfg.names.task_transactional_id(flow.name))
+        )
+        p.init_transactions(30)
+        why = "progress replayed by the target's brokers behind the copies they hold"
+        return repair_progress(cfg, flow, p, meta.consumer_group_metadata(), committed, resolve, why)
     finally:
         meta.close()

@@ -17,6 +17,7 @@ from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_spec import RangeSpec, Reseed
+from kafka_dr.kafka.orphaned_offsets import floor_progress_at_copies
 from kafka_dr.kafka.planner import FlowPlanner
 from kafka_dr.kafka.progress_store import read_committed_progress
 from kafka_dr.kafka.topics import ensure_topic
@@ -93,6 +94,16 @@ def _pending(cfg: DrConfig, flow: FlowConfig, resolve) -> dict[str, int]:
     return out
 
 
+def _floor_progress(cfg: DrConfig, flow: FlowConfig, resolve) -> None:
+    """Before the first round: the flow's progress is not behind its copies on the target. The
+    recovered cluster's brokers have just come back from an outage, and the copy trusts the
+    progress they replay (:func:`~kafka_dr.kafka.orphaned_offsets.floor_progress_at_copies`)."""
+    planner = FlowPlanner(cfg, flow, resolve, create_targets=False)
+    pairs = [(t, planner.target_topic(t), int(p)) for t, parts in planner.latest().items() for p in parts]
+    if pairs:
+        floor_progress_at_copies(cfg, flow, pairs, resolve)
+
+
 def _plans(run: FailbackRun) -> list[tuple[FlowConfig, dict]]:
     """The flows a round copies, each with its copier options."""
     cfg, recovered, survivor = run.cfg, run.recovered, run.survivor
@@ -121,6 +132,9 @@ def copy_until_caught_up(run: FailbackRun, max_rounds: int = MAX_ROUNDS) -> dict
             "dry_run": True,
             "would_copy": {f.name: _pending(run.cfg, f, run.resolve) for f, _ in plans},
         }
+    if run.mode == RESYNC:
+        for f, _ in plans:
+            _floor_progress(run.cfg, f, run.resolve)
     totals = {f.name: 0 for f, _ in plans}
     rounds = 0
     took = 0.0
