@@ -139,7 +139,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         spark = spark_session(
             run.cfg, f"kafka-dr-{run.flow.name}", opts.master, driver_java_options(opts.master, run.cfg.spark.conf)
         )
-        log.info("timeline: spark session")
+        log.info("timeline: spark up")
     spark.dataSource.register(ReplicationSource)
     sink = MetricsSink(run.cfg, run.flow, continuous=run.mode is FlowMode.CONTINUOUS)
     log.info("timeline: metrics sink")

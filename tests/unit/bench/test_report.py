@@ -237,16 +237,16 @@ def test_the_start_up_timeline_is_read_from_the_jobs_log_and_averaged_over_round
     log = (
         "2026-11-27 18:00:02,500 INFO kafka_dr.replicate timeline: interpreter\n"
         "2026-11-27 18:00:03,000 WARN org.apache.spark something else\n"
-        "2026-11-27 18:00:09,250 INFO kafka_dr.replicate timeline: spark session\n"
+        "2026-11-27 18:00:09,250 INFO kafka_dr.replicate timeline: spark up\n"
         "2026-11-27 18:00:12,000 INFO kafka_dr.replicate timeline: query started\n"
         "2026-11-27 18:00:40,000 INFO kafka_dr.replicate timeline: query started\n"  # a restart: the first counts
     )
     first = start_up_timeline(log, launched)
-    assert first == {"interpreter": 2.5, "spark session": 9.25, "query started": 12.0}
-    second = {"interpreter": 3.5, "spark session": 10.75, "first record": 20.0}
+    assert first == {"interpreter": 2.5, "spark up": 9.25, "query started": 12.0}
+    second = {"interpreter": 3.5, "spark up": 10.75, "first record": 20.0}
     assert list(mean_timeline([first, second]).items()) == [
         ("interpreter", 3.0),
-        ("spark session", 10.0),
+        ("spark up", 10.0),
         ("query started", 12.0),
         ("first record", 20.0),
     ]
