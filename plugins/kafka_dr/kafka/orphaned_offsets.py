@@ -186,6 +186,13 @@ def repair_progress(
     return {**committed, **moved}
 
 
+def _progress_reader(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None) -> Consumer:
+    """A consumer of the flow's progress group on its target that only reads (``read_committed``)."""
+    group = cfg.names.progress_group(flow.name)
+    conf = {"group.id": group, "enable.auto.commit": False, "isolation.level": "read_committed"}
+    return Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
+
+
 def clear_flow_orphans(
     cfg: DrConfig, flow: FlowConfig, pairs: list[Pair], resolve: SecretResolver | None = None
 ) -> None:
@@ -194,17 +201,7 @@ def clear_flow_orphans(
     partitions (it redoes its chunk from committed progress), so it is for a job's start.
     Progress behind the copies on the target is then repaired (:func:`repair_progress`)."""
     target = cfg.cluster(flow.target)
-    meta = Consumer(
-        client_config(
-            target,
-            resolve,
-            **{
-                "group.id": cfg.names.progress_group(flow.name),
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            },
-        )
-    )
+    meta = _progress_reader(cfg, flow, resolve)
     try:
         group_meta = meta.consumer_group_metadata()
         for source_topic, target_topic, partition in pairs:
@@ -253,17 +250,7 @@ def floor_progress_at_copies(
     the copies, and a copy from there duplicates everything since. Progress never moves
     backwards past what the target holds. Uses the flow's task transactional id, so a streaming
     task of the flow still running would be fenced: call it while the flow is stopped."""
-    meta = Consumer(
-        client_config(
-            cfg.cluster(flow.target),
-            resolve,
-            **{
-                "group.id": cfg.names.progress_group(flow.name),
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            },
-        )
-    )
+    meta = _progress_reader(cfg, flow, resolve)
     try:
         try:
             got = committed_with_retry(meta, [TopicPartition(t, q) for _, t, q in pairs], 60)
