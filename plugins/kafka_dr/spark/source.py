@@ -105,7 +105,9 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.core.progress import lost_progress_starts
         from kafka_dr.kafka.orphaned_offsets import START_UNSTABLE_SECONDS, clear_flow_orphans
         from kafka_dr.kafka.progress_store import ProgressUnstable, last_copied_offset, read_committed_progress
+        from kafka_dr.spark.timeline import mark_once
 
+        mark_once("planner up")
         planner = self._plan()
         offsets = planner.earliest()
         wanted = [(planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts]
@@ -136,6 +138,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
         allow = self.options.get("allow_reset", "false").lower() == "true"
         for (topic, p), start in lost_progress_starts(planner.flow.name, planner.flow.target, missing, allow).items():
             offsets[topic][str(p)] = max(offsets[topic][str(p)], start)
+        mark_once("progress read")
         return offsets
 
     def _streaming(self) -> bool:
@@ -165,6 +168,9 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     @_plain_errors
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        from kafka_dr.spark.timeline import mark_once
+
+        mark_once("first plan")
         planner = self._plan()
         seconds = float(self.options.get("task_seconds") or 0)
         end = {topic: parts for topic, parts in end.items() if topic != BATCH_KEY}
@@ -186,9 +192,12 @@ class ReplicationStreamReader(DataSourceStreamReader):
         return out
 
     def read(self, partition) -> Iterator[tuple]:
+        from kafka_dr.spark.timeline import mark_once
         from kafka_dr.spark.warmup import import_output_path_once
 
+        mark_once("task started")
         import_output_path_once()  # before the copy starts, not when its rows go back (see there)
+        mark_once("task warmed")
         rows = self._stream(partition) if isinstance(partition, StreamPartition) else [self._copy(partition)]
         for d in rows:
             yield tuple(d[f] for f in FIELDS)
@@ -218,6 +227,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning
         from kafka_dr.kafka.task_copier import TaskCopier
         from kafka_dr.spark.streams import TASK
+        from kafka_dr.spark.timeline import mark_once
 
         o = self.options
         key = self._copier_key(stream_key)
@@ -237,6 +247,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
                 tuning = CopyTuning.streaming(records, seconds) if stream_key else CopyTuning(chunk_records=records)
                 copier = RangeCopier(cfg, flow, _resolver(), tuning=tuning, allow_reset=reset)
             _copiers[key] = copier
+            mark_once("copier ready")
         return copier
 
     @_plain_errors
