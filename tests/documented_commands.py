@@ -161,6 +161,10 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2eos,rawpipe,rawpipe1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
     (
+        ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 1000000 --sizes 100 --latency-rates 1000"
+        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 2 --warmup-records 0"
+    ): Check(PARSED, covered_by=BENCH),
+    (
         ".venv/bin/kafka-dr bench --systems ours --records 200000 --sizes 100 --latency-rates 1000"
         " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
     ): Check(PARSED, covered_by=BENCH),
