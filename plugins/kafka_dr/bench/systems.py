@@ -30,9 +30,10 @@ from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.copy_tuning import CopyTuning
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.spark.job import JobOptions
+from kafka_dr.spark.timeline import PREFIX as TIMELINE_PREFIX
 
 FLOW = "east_to_west"
-_TIMELINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO kafka_dr\.replicate timeline: (.+)$", re.M)
+_TIMELINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) " + re.escape(TIMELINE_PREFIX) + r" (.+)$", re.M)
 
 
 def start_up_timeline(log: str, launched: float) -> dict[str, float]:

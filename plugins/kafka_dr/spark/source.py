@@ -23,6 +23,8 @@ from collections.abc import Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from kafka_dr.spark.timeline import mark_once
+
 SCHEMA = (
     "flow string, topic string, partition int, target_topic string, planned_start long, start long, end long, "
     "read long, written long, filtered long, bytes long, lost_to_retention long, "
@@ -105,7 +107,6 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.core.progress import lost_progress_starts
         from kafka_dr.kafka.orphaned_offsets import START_UNSTABLE_SECONDS, clear_flow_orphans
         from kafka_dr.kafka.progress_store import ProgressUnstable, last_copied_offset, read_committed_progress
-        from kafka_dr.spark.timeline import mark_once
 
         mark_once("planner up")
         planner = self._plan()
@@ -168,8 +169,6 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     @_plain_errors
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        from kafka_dr.spark.timeline import mark_once
-
         mark_once("first plan")
         planner = self._plan()
         seconds = float(self.options.get("task_seconds") or 0)
@@ -192,7 +191,6 @@ class ReplicationStreamReader(DataSourceStreamReader):
         return out
 
     def read(self, partition) -> Iterator[tuple]:
-        from kafka_dr.spark.timeline import mark_once
         from kafka_dr.spark.warmup import import_output_path_once
 
         mark_once("task started")
@@ -227,7 +225,6 @@ class ReplicationStreamReader(DataSourceStreamReader):
         from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning
         from kafka_dr.kafka.task_copier import TaskCopier
         from kafka_dr.spark.streams import TASK
-        from kafka_dr.spark.timeline import mark_once
 
         o = self.options
         key = self._copier_key(stream_key)
