@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from confluent_kafka import TopicPartition
 
 from kafka_dr.gameday.model import GamedayNames
-from kafka_dr.gameday.proof import group_reads, order, presence, read_cluster
+from kafka_dr.gameday.proof import Check, group_reads, order, presence, read_cluster, where_lost
 from kafka_dr.gameday.readers import Readers
+from kafka_dr.gameday.run import _where_lost
 from kafka_dr.gameday.traffic import Traffic, ensure_topics
 from kafka_dr.kafka import clients
 
@@ -37,7 +39,7 @@ def _rewind(cluster_cfg, group: str, topic: str, partitions: int) -> None:
         c.close()
 
 
-def test_traffic_and_readers_prove_each_cluster_and_a_moving_group(lab_config):
+def test_traffic_and_readers_prove_each_cluster_and_a_moving_group(lab, lab_config, tmp_path):
     names = GamedayNames(prefix=f"gdt{uuid.uuid4().hex[:6]}")
     clusters = {"east": lab_config.cluster("east"), "west": lab_config.cluster("west")}
     for cfg in clusters.values():
@@ -99,3 +101,24 @@ def test_traffic_and_readers_prove_each_cluster_and_a_moving_group(lab_config):
     assert [m["rereads"] for m in by_move] == [0, 0, len(before)], by_move
     assert by_move[2]["by_origin"] == {"east": len(before)} and before
     assert all(m.first_read_at is not None and m.first_read_at >= m.at for m in moves)
+
+    # what a record's offset holds tells one never written apart from one written but hidden:
+    # a committed record is there either way, an aborted one only read_uncommitted
+    txn = names.transactional_topic
+    kept = next(p for p in view.acked.values() if p.cluster == "east" and p.topic == txn)
+    hidden = next(p for p in view.aborted.values() if p.cluster == "east" and p.offset is not None)
+    lines = where_lost(clusters["east"], [kept, hidden], names)
+    at = f"@{kept.offset} {kept.gd_id}"
+    assert lines[0].endswith(f"read_uncommitted there {at}; read_committed from there {at}"), lines
+    assert f"read_uncommitted there @{hidden.offset} {hidden.gd_id};" in lines[1], lines
+    assert f"read_committed from there @{hidden.offset} " not in lines[1], lines
+
+    # the game day's report on a lost record adds each broker's log, from the segment files
+    # (here a committed record stands in for a lost one: its batch ends with a COMMIT marker)
+    deployment = SimpleNamespace(cfg=lab_config, lab=lab, folder=tmp_path)
+    pretend = Check("east presence", {"lost": 1}, ("lost",), {"lost": (kept.gd_id,)})
+    report = _where_lost(deployment, [pretend], view)
+    for broker in lab.data_dirs("east"):
+        from_log = [line for line in report if f" in {broker}'s log: " in line]
+        assert len(from_log) == 1 and "ended by COMMIT at " in from_log[0], report
+        assert (tmp_path / "evidence" / f"{broker}-{txn}-{kept.partition}.txt").stat().st_size > 0

@@ -4,6 +4,7 @@
                              its Spark cluster (lab/spark), Airflow with PostgreSQL (lab/airflow*)
     <folder>/kafka-dr.yaml   the game day's config (the lab's, with game-day schedules and alerts)
     <folder>/gameday.log     what happened, when
+    <folder>/evidence/       when a record was lost: each broker's dump of its partition
 
 The proxy runs inside the game day's process: every client of west, the product's and the
 game day's own, reaches west through it, so cutting it cuts west's network for everyone.

@@ -3,8 +3,9 @@
 Pure functions over the plain values of :mod:`kafka_dr.gameday.model` (the ledger of what was
 produced, what a cluster holds, what each consumer group read, when groups moved); each
 returns a :class:`Check` with counts and a few example ids, so a report prints
-"lost 0, duplicated 0". :func:`read_cluster` is the one function here that talks to Kafka:
-it reads a cluster's game-day topics read_committed into those values.
+"lost 0, duplicated 0". :func:`read_cluster` and :func:`where_lost` are the functions here
+that talk to Kafka: the first reads a cluster's game-day topics read_committed into those
+values, the second says what a lost record's offset holds now.
 
 Which acknowledged records a cluster must hold is the caller's choice (``expect``): its own
 app's records without replication, every app's once the flows have caught up.
@@ -12,6 +13,7 @@ app's records without replication, every app's once the flows have caught up.
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -330,3 +332,50 @@ def read_cluster(cluster_cfg, names: GamedayNames, timeout: float = 600.0) -> li
     finally:
         consumer.close()
     return out
+
+
+def where_lost(cluster_cfg, lost: Iterable[Produced], names: GamedayNames, timeout: float = 30.0) -> list[str]:
+    """For each lost record the cluster acknowledged at a known offset, one line saying what
+    that offset holds now: the record read read_uncommitted (written, but hidden as aborted or
+    behind an open transaction), another record (the log was truncated and rewritten), or
+    nothing (the log ends before it)."""
+    from confluent_kafka import TopicPartition
+
+    from kafka_dr.kafka import clients
+    from kafka_dr.kafka.watermarks import watermarks
+
+    here = cluster_cfg.name
+    lines: list[str] = []
+    raw = clients.consumer(cluster_cfg, names.scan_group, **{"isolation.level": "read_uncommitted"})
+    committed = clients.consumer(cluster_cfg, names.scan_group)
+    try:
+        for p in lost:
+            if p.cluster != here or p.partition is None or p.offset is None:
+                continue
+            tp = TopicPartition(p.topic, p.partition)
+            low, high = watermarks(raw, tp, timeout)
+            seen = [_first_at(c, TopicPartition(p.topic, p.partition, p.offset), timeout) for c in (raw, committed)]
+            lines.append(
+                f"{p.gd_id} acknowledged at {p.topic}[{p.partition}]@{p.offset} on {here} (log {low}..{high}): "
+                f"read_uncommitted there {seen[0]}; read_committed from there {seen[1]}"
+            )
+    finally:
+        raw.close()
+        committed.close()
+    return lines
+
+
+def _first_at(consumer, start, timeout: float) -> str:
+    """The first record a consumer gets from ``start``: its offset and ``gd.id``."""
+    consumer.assign([start])
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            gd, _ = identify(msg.headers(), "")
+            return f"@{msg.offset()} {gd or '(no gd.id)'}"
+        return "nothing"
+    finally:
+        consumer.unassign()

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
 
-from kafka_dr.gameday import faults, processes
+from kafka_dr.gameday import evidence, faults, processes
 from kafka_dr.gameday.deploy import EAST, WEST, Deployment, Ports
 from kafka_dr.gameday.disaster import DisasterLog, run_disaster
 from kafka_dr.gameday.memory import MemorySampler
 from kafka_dr.gameday.model import NAMES
-from kafka_dr.gameday.proof import flowing_again, read_cluster
+from kafka_dr.gameday.proof import flowing_again, read_cluster, where_lost
 from kafka_dr.gameday.readers import Readers
 from kafka_dr.gameday.report import json_line, table
 from kafka_dr.gameday.script import DISASTER, FULL, Pace, Step, script
@@ -35,6 +35,7 @@ from kafka_dr.gameday.verdict import (
     memory_figures,
     targets,
 )
+from kafka_dr.lab.jars import ensure_jars
 
 FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
     "spark-executor": faults.spark_executor,
@@ -273,6 +274,29 @@ def run_gameday(
     return code
 
 
+def _where_lost(d, checks, view) -> list[str]:
+    """Where the presence checks' example lost records went, on the cluster that acknowledged
+    each: what their offsets hold to a client, and to each broker's log (one record per
+    partition; the brokers' full dumps are kept in the game day's ``evidence`` folder)."""
+    ids = sorted({i for c in checks if c.name.endswith(" presence") for i in c.examples.get("lost", ())})
+    lost = [view.acked[i] for i in ids if i in view.acked]
+    try:
+        lines = [f"lost {line}" for c in (EAST, WEST) for line in where_lost(d.cfg.cluster(c), lost, NAMES)]
+        jars, seen = ensure_jars(), set()
+        for p in lost:
+            if p.offset is None or (p.cluster, p.topic, p.partition) in seen:
+                continue
+            seen.add((p.cluster, p.topic, p.partition))
+            for broker, data in d.lab.data_dirs(p.cluster).items():
+                dump = evidence.dump_partition(jars, data / f"{p.topic}-{p.partition}")
+                (d.folder / "evidence").mkdir(exist_ok=True)
+                (d.folder / "evidence" / f"{broker}-{p.topic}-{p.partition}.txt").write_text(dump)
+                lines.append(f"lost {p.gd_id} in {broker}'s log: {evidence.around(dump, p.offset)}")
+        return lines
+    except Exception as e:  # noqa: BLE001 - a diagnosis must not hide the verdict
+        return [f"lost records: their offsets could not be read: {e}"]
+
+
 def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sampler, say) -> tuple[int, str]:
     """The exit status and the JSON line; the table and the checks are printed here."""
     reads, moves = readers.reads(), readers.moves()
@@ -297,6 +321,8 @@ def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sa
     print(table(rows))
     for c in checks:
         print(c.line())
+    for line in _where_lost(d, checks, view):
+        print(line)
     met = targets(rows, disaster.rto_s if disaster else None, d.cfg.thresholds.heartbeat_max_age_seconds)
     for name, value in met.items():
         if isinstance(value, bool):

@@ -171,6 +171,10 @@ class Lab:
         broker.kill([pid for b in nodes if (pid := self._running(b))])
         self._state.set_pids({b.name: None for b in nodes})
 
+    def data_dirs(self, name: str) -> dict[str, Path]:
+        """Each broker's log directory, of a cluster or of one broker, by broker name."""
+        return {b.name: self._dir(b) / "data" for b in self._resolve(name)[1]}
+
     def rebuild(self, name: str, timeout: float = 90.0) -> str:
         """Replace one cluster by a new, empty one on the same ports (the fail-forward drill):
         stop every broker, delete their data, format them with a new shared cluster id and
