@@ -43,12 +43,47 @@ def _processes() -> list[tuple[int, int, str]]:
     return out
 
 
-def executors_with_python(cluster) -> list[int]:
-    """The cluster's executor JVMs that have started Python workers (ran a task of this job)."""
+def _connected_to(port: int) -> set[int]:
+    """Inodes of this host's established TCP sockets whose remote end is ``port``."""
+    out = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                out.add(int(fields[9]))
+    return out
+
+
+def _sockets(pid: int) -> set[int]:
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            found.add(int(target[8:-1]))
+    return found
+
+
+def executors_copying(cluster, source_port: int) -> list[int]:
+    """The cluster's executor JVMs with a Python worker connected to the source broker: the
+    one running the flow's task (the job starts idle Python workers on every executor)."""
     workers = {s.pid for s in cluster.status() if s.name.startswith("worker-")}
     procs = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, ppid, _ in procs:
+        children.setdefault(ppid, []).append(pid)
     jvms = [pid for pid, ppid, args in procs if ppid in workers and "CoarseGrainedExecutorBackend" in args]
-    return [jvm for jvm in jvms if any(ppid == jvm and "pyspark.daemon" in args for _, ppid, args in procs)]
+    connected = _connected_to(source_port)
+
+    def below(pid: int) -> list[int]:
+        return [pid] + [d for c in children.get(pid, []) for d in below(c)]
+
+    def copies(jvm: int) -> bool:
+        return any(_sockets(p) & connected for p in below(jvm) if p != jvm)
+
+    return [jvm for jvm in jvms if copies(jvm)]
 
 
 @pytest.mark.drill
@@ -66,7 +101,7 @@ def test_a_lost_executor_loses_and_duplicates_nothing(lab, lab_config, spark_clu
     # submitted as the DAG does it (the config's spark.conf), spread over both workers
     conf = {**doc["spark"]["conf"], "spark.cores.max": "2"}
     command = replicate_command(config, "east_to_west", "continuous", spark_cluster.running_master(), conf)
-    # one long streaming task: until the kill, only the executor running it has Python workers
+    # one long streaming task: until the kill, it runs in one executor's Python worker
     command += ["--task-seconds", "120", "--stop-file", str(stop_file)]
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}", "PYSPARK_PYTHON": sys.executable}
     env["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -76,7 +111,7 @@ def test_a_lost_executor_loses_and_duplicates_nothing(lab, lab_config, spark_clu
         wait_for_growth(west, topic_name, 0, timeout=300)  # generous: a loaded machine starts JVMs slowly
         steady.start()  # records keep coming while the executor dies
         time.sleep(2)
-        running = executors_with_python(spark_cluster)
+        running = executors_copying(spark_cluster, int(east.bootstrap_servers.rsplit(":", 1)[1]))
         assert len(running) == 1, f"expected one executor running the flow's task, found {running}; see {log}"
         os.kill(running[0], signal.SIGKILL)
         produce_varied(east, topic_name, "after", 1000, 4)

@@ -133,6 +133,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     """Run the flow ``opts`` names (module docstring) and return what it did; raises when it
     stops on a failure."""
     from kafka_dr.spark.source import ReplicationSource
+    from kafka_dr.spark.warmup import start_workers
 
     run = load_flow(opts)  # checked before Spark starts
     if spark is None:
@@ -141,6 +142,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         )
         log.info("timeline: spark up")
     spark.dataSource.register(ReplicationSource)
+    start_workers(spark)
     sink = MetricsSink(run.cfg, run.flow, continuous=run.mode is FlowMode.CONTINUOUS)
     log.info("timeline: metrics sink")
     stop = Stop(opts.stop_file)

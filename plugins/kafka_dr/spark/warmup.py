@@ -11,7 +11,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+import logging
+import threading
 
+log = logging.getLogger(__name__)
+
+WARMUP_SOURCE = "kafka_dr_warmup"
 #: what pyspark imports when a task first returns rows (nearly all of it pandas)
 OUTPUT_PATH_MODULES = ("pandas", "pyarrow.compute", "pyarrow.pandas_compat")
 
@@ -24,3 +29,54 @@ def import_output_path_once() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
+
+
+class _Warmup:
+    """A batch data source whose tasks only warm their worker: Spark starts data-source
+    readers in workers of their own (not the ones RDD tasks use), so only a data-source read
+    starts the workers the replication source's tasks will be given."""
+
+    @staticmethod
+    def source(parallelism: int):
+        from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+        class Reader(DataSourceReader):
+            def partitions(self):
+                return [InputPartition(i) for i in range(parallelism)]
+
+            def read(self, partition):
+                import_output_path_once()
+                return iter(())
+
+        class Source(DataSource):
+            @classmethod
+            def name(cls) -> str:
+                return WARMUP_SOURCE
+
+            def schema(self) -> str:
+                return "unused int"
+
+            def reader(self, schema):
+                return Reader()
+
+        return Source
+
+
+def start_workers(spark) -> threading.Thread:
+    """Start every executor's data-source Python workers while the query starts: a small read
+    of a task per core, in the background, each importing pyspark's worker and
+    :data:`OUTPUT_PATH_MODULES`. Spark keeps those workers idle and hands them the first
+    micro-batch's tasks, which then start without paying for either. A failure only costs the
+    gain."""
+    parallelism = max(1, spark.sparkContext.defaultParallelism)
+
+    def run() -> None:
+        try:
+            spark.dataSource.register(_Warmup.source(parallelism))
+            spark.read.format(WARMUP_SOURCE).load().collect()
+        except Exception as e:  # noqa: BLE001 - the query starts its workers itself anyway
+            log.info("starting Python workers ahead of the query failed: %s", e)
+
+    thread = threading.Thread(target=run, name="kafka-dr-start-workers", daemon=True)
+    thread.start()
+    return thread
