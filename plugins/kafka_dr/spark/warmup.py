@@ -5,6 +5,9 @@ pandas and ``pyarrow.compute``: CPU time with the GIL held, during which every c
 the worker waits (docs/replication.md, "Continuous flows: streaming tasks"). Importing them
 when a worker's first task starts, before any copy, moves that cost into the job's start-up.
 Modules that are missing are skipped: pyspark then does not import them either.
+
+:func:`start_workers` goes further: it has the executors' data-source workers started and
+warmed while the query itself starts, so the first task is handed one ready to copy.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import threading
 
 log = logging.getLogger(__name__)
 
+#: the data source :func:`start_workers` reads
 WARMUP_SOURCE = "kafka_dr_warmup"
 #: what pyspark imports when a task first returns rows (nearly all of it pandas)
 OUTPUT_PATH_MODULES = ("pandas", "pyarrow.compute", "pyarrow.pandas_compat")
@@ -31,35 +35,32 @@ def import_output_path_once() -> None:
             pass
 
 
-class _Warmup:
-    """A batch data source whose tasks only warm their worker: Spark starts data-source
-    readers in workers of their own (not the ones RDD tasks use), so only a data-source read
-    starts the workers the replication source's tasks will be given."""
+def warmup_source(parallelism: int):
+    """A batch data source of ``parallelism`` tasks that only warm their worker. Spark runs
+    data-source readers in Python workers of their own (not the ones RDD tasks use), so only a
+    data-source read starts the workers the replication source's tasks will be given."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-    @staticmethod
-    def source(parallelism: int):
-        from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+    class Reader(DataSourceReader):
+        def partitions(self):
+            return [InputPartition(i) for i in range(parallelism)]
 
-        class Reader(DataSourceReader):
-            def partitions(self):
-                return [InputPartition(i) for i in range(parallelism)]
+        def read(self, partition):
+            import_output_path_once()
+            return iter(())
 
-            def read(self, partition):
-                import_output_path_once()
-                return iter(())
+    class Source(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return WARMUP_SOURCE
 
-        class Source(DataSource):
-            @classmethod
-            def name(cls) -> str:
-                return WARMUP_SOURCE
+        def schema(self) -> str:
+            return "unused int"
 
-            def schema(self) -> str:
-                return "unused int"
+        def reader(self, schema):
+            return Reader()
 
-            def reader(self, schema):
-                return Reader()
-
-        return Source
+    return Source
 
 
 def start_workers(spark) -> threading.Thread:
@@ -72,7 +73,7 @@ def start_workers(spark) -> threading.Thread:
 
     def run() -> None:
         try:
-            spark.dataSource.register(_Warmup.source(parallelism))
+            spark.dataSource.register(warmup_source(parallelism))
             spark.read.format(WARMUP_SOURCE).load().collect()
         except Exception as e:  # noqa: BLE001 - the query starts its workers itself anyway
             log.info("starting Python workers ahead of the query failed: %s", e)
