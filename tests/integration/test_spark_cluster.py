@@ -21,6 +21,7 @@ from test_crash_recovery import SteadyProducer, wait_for_growth
 from test_replication import flow_config
 
 from kafka_checks import check_replica, produce_varied, read_sent, read_topic
+from kafka_dr.gameday import processes
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.lab.drill import replicate_command
@@ -29,18 +30,6 @@ from kafka_dr.lab.topology import spark_section
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
-
-
-def _processes() -> list[tuple[int, int, str]]:
-    """(pid, parent pid, command line) of every process; /proc, as ``ps`` cuts long command lines."""
-    out = []
-    for d in Path("/proc").iterdir():
-        try:
-            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            out.append((int(d.name), ppid, (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")))
-        except (ValueError, OSError):
-            continue
-    return out
 
 
 def _connected_to(port: int) -> set[int]:
@@ -55,14 +44,15 @@ def _connected_to(port: int) -> set[int]:
 
 
 def _sockets(pid: int) -> set[int]:
+    """Inodes of the sockets process ``pid`` holds (none once it is gone)."""
     found = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
             target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            found.add(int(target[8:-1]))
+            if target.startswith("socket:["):
+                found.add(int(target[8:-1]))
+    except OSError:
+        pass
     return found
 
 
@@ -70,20 +60,13 @@ def executors_copying(cluster, source_port: int) -> list[int]:
     """The cluster's executor JVMs with a Python worker connected to the source broker: the
     one running the flow's task (the job starts idle Python workers on every executor)."""
     workers = {s.pid for s in cluster.status() if s.name.startswith("worker-")}
-    procs = _processes()
-    children: dict[int, list[int]] = {}
-    for pid, ppid, _ in procs:
-        children.setdefault(ppid, []).append(pid)
-    jvms = [pid for pid, ppid, args in procs if ppid in workers and "CoarseGrainedExecutorBackend" in args]
+    procs = processes.process_table()
     connected = _connected_to(source_port)
-
-    def below(pid: int) -> list[int]:
-        return [pid] + [d for c in children.get(pid, []) for d in below(c)]
-
-    def copies(jvm: int) -> bool:
-        return any(_sockets(p) & connected for p in below(jvm) if p != jvm)
-
-    return [jvm for jvm in jvms if copies(jvm)]
+    return [
+        jvm.pid
+        for jvm in processes.executors(procs)
+        if jvm.ppid in workers and any(_sockets(p.pid) & connected for p in processes.descendants(procs, jvm.pid))
+    ]
 
 
 @pytest.mark.drill

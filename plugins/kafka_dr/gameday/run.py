@@ -282,15 +282,15 @@ def _where_lost(d, checks, view) -> list[str]:
     lost = [view.acked[i] for i in ids if i in view.acked]
     try:
         lines = [f"lost {line}" for c in (EAST, WEST) for line in where_lost(d.cfg.cluster(c), lost, NAMES)]
-        jars, seen = ensure_jars(), set()
+        jars, seen, kept = ensure_jars(), set(), d.folder / "evidence"
         for p in lost:
             if p.offset is None or (p.cluster, p.topic, p.partition) in seen:
                 continue
             seen.add((p.cluster, p.topic, p.partition))
             for broker, data in d.lab.data_dirs(p.cluster).items():
                 dump = evidence.dump_partition(jars, data / f"{p.topic}-{p.partition}")
-                (d.folder / "evidence").mkdir(exist_ok=True)
-                (d.folder / "evidence" / f"{broker}-{p.topic}-{p.partition}.txt").write_text(dump)
+                kept.mkdir(exist_ok=True)
+                (kept / f"{broker}-{p.topic}-{p.partition}.txt").write_text(dump)
                 lines.append(f"lost {p.gd_id} in {broker}'s log: {evidence.around(dump, p.offset)}")
         return lines
     except Exception as e:  # noqa: BLE001 - a diagnosis must not hide the verdict
