@@ -13,7 +13,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC, strip_product_headers
+from kafka_dr.core.provenance import Provenance, has_origin, strip_product_headers
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.reading import Record, read_partitions
 from kafka_dr.kafka.topics import partition_count
@@ -71,22 +71,15 @@ def read_sent(cluster_cfg, topic: str) -> list[Sent]:
     return [
         Sent(cluster_cfg.name, r.topic, r.partition, r.offset, r.key, r.value, r.headers, r.timestamp_ms)
         for r in read_topic(cluster_cfg, topic)
-        if not any(k == ORIGIN for k, _ in r.headers)
+        if not has_origin(r.headers)
     ]
 
 
-def _h(headers, key: str) -> str | None:
-    for k, v in headers:
-        if k == key:
-            return v.decode()
-    return None
-
-
 def identity(record: Record, here: str) -> tuple[str, int, int]:
-    origin = _h(record.headers, ORIGIN)
-    if origin is None:
+    p = Provenance.from_headers(record.headers)
+    if p is None:
         return (here, record.partition, record.offset)
-    return (origin, int(_h(record.headers, ORIGIN_PARTITION)), int(_h(record.headers, ORIGIN_OFFSET)))
+    return (p.cluster, p.partition, p.offset)
 
 
 def check_replica(here: str, records: list[Record], expected: list[Sent], source_topic: str | None = None) -> dict:
@@ -110,7 +103,7 @@ def check_replica(here: str, records: list[Record], expected: list[Sent], source
         assert r.timestamp_ms == s.timestamp_ms, f"{here}: timestamp differs for {i}"
         assert r.partition == s.partition, f"{here}: {i} landed in partition {r.partition}"
         if i[0] != here and source_topic is not None:
-            assert _h(r.headers, ORIGIN_TOPIC) == source_topic
+            assert Provenance.from_headers(r.headers).topic == source_topic
         k = (r.partition, i[0], i[1])
         assert last_seen.get(k, -1) < i[2], f"{here}: order broken in partition {r.partition} for records from {i[0]}"
         last_seen[k] = i[2]

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from kafka_dr.core.config_load import load_config
+from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import ensure_topic
@@ -64,10 +65,8 @@ def run_demo(lab_dir: Path | None = None) -> int:
         print(f"\n== {name}/{TOPIC}: {len(records)} record(s) in all; this run's {len(mine)}:")
         print(f"   {'p':>2} {'offset':>6}  {'key':<16} {'origin':<26} value")
         for r in sorted(mine, key=lambda r: (r.partition, r.offset)):
-            h = dict(r.headers)
-            origin = (
-                "local" if "dr.origin" not in h else f"from {h['dr.origin'].decode()} @{h['dr.origin.offset'].decode()}"
-            )
+            p = Provenance.from_headers(r.headers)
+            origin = "local" if p is None else f"from {p.cluster} @{p.offset}"
             print(
                 f"   {r.partition:>2} {r.offset:>6}  {(r.key or b'').decode():<16} {origin:<26} "
                 f"{(r.value or b'').decode()}"

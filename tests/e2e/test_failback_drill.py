@@ -24,7 +24,7 @@ from test_replication import flow_config, run_all
 
 from kafka_checks import produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
-from kafka_dr.core.provenance import ORIGIN, strip_product_headers
+from kafka_dr.core.provenance import has_origin, origin_cluster, strip_product_headers
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.state_store import read_state
 from kafka_dr.kafka.topics import ensure_topic
@@ -60,7 +60,7 @@ def logical(records, here: str) -> Counter:
     hold once each, whatever offsets it sits at."""
     out = Counter()
     for r in records:
-        origin = next((v.decode() for k, v in r.headers if k == ORIGIN), here)
+        origin = origin_cluster(r.headers) or here
         out[(r.partition, origin, r.key, r.value, tuple(strip_product_headers(r.headers)), r.timestamp_ms)] += 1
     return out
 
@@ -74,7 +74,7 @@ def assert_same_records(cfg, topic: str) -> tuple[list, list]:
         f"east and west differ: only east {list((le - lw).items())[:3]}, only west {list((lw - le).items())[:3]}"
     )
     for here, records in (("east", east), ("west", west)):
-        assert not any(dict(r.headers).get(ORIGIN) == here.encode() for r in records), (
+        assert not any(origin_cluster(r.headers) == here for r in records), (
             f"{here} holds a record naming itself as origin"
         )
     return east, west
@@ -193,7 +193,7 @@ def test_failback_reseed_after_east_is_rebuilt_empty(drill_lab, spark, tmp_path,
         e_p = [(r.key, r.value, r.timestamp_ms) for r in east_records if r.partition == p]
         w_p = [(r.key, r.value, r.timestamp_ms) for r in west_before if r.partition == p]
         assert e_p == w_p, f"partition {p}: order on the rebuilt east differs from west"
-    assert sum(1 for r in east_records if ORIGIN not in dict(r.headers)) == 80  # e1; e2 was lost with the old east
+    assert sum(1 for r in east_records if not has_origin(r.headers)) == 80  # e1; e2 was lost with the old east
     # the group resumes on east exactly where it stopped on west
     committed_west = committed(cfg.cluster("west"), group, topic_name)
     expected = [(r.partition, r.key, r.value) for r in west_before if r.offset >= committed_west[r.partition]]

@@ -24,6 +24,7 @@ from test_schema_mirror import ORDER_V1, ORDER_V2, skey, sval
 
 from kafka_checks import read_topic, varied_rows
 from kafka_dr.core.config_load import load_config
+from kafka_dr.core.provenance import has_origin, origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.schema_mirror import mirror
 from kafka_dr.kafka.topics import ensure_topic
@@ -133,12 +134,10 @@ def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spar
         lab, lab_config, spark, tmp_path, receivers, [t_del, t_alt, t_forged, t_dup], partitions=1
     )
     admin = clients.admin(west)
-    copies = {
-        t: [r for r in read_topic(west, t) if any(k == "dr.origin" for k, _ in r.headers)] for t in (t_alt, t_dup)
-    }
+    copies = {t: [r for r in read_topic(west, t) if has_origin(r.headers)] for t in (t_alt, t_dup)}
 
     # 1. two records deleted on the target (the topic truncated before its 2nd copy's offset)
-    first_copy = min(r.offset for r in read_topic(west, t_del) if any(k == "dr.origin" for k, _ in r.headers))
+    first_copy = min(r.offset for r in read_topic(west, t_del) if has_origin(r.headers))
     for _, fut in admin.delete_records([TopicPartition(t_del, 0, first_copy + 2)]).items():
         fut.result(30)
     # 2. a record altered: the partition emptied and written back with one value changed
@@ -150,7 +149,8 @@ def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spar
         for i, r in enumerate(copies[t_alt])
     ]
     produce_all(clients.producer(west), t_alt, rows)
-    # 3. an extra record with forged provenance (names an east offset the flow never copied)
+    # 3. an extra record with forged provenance (names an east offset the flow never copied),
+    #    in the five-header form earlier releases wrote, which data quality reads as well
     forged = [
         ("dr.origin", b"east"),
         ("dr.origin.topic", t_forged.encode()),
@@ -377,7 +377,7 @@ def test_incremental_runs_compare_only_what_is_new(lab, lab_config, spark, tmp_p
 
     # a verified copy written again on west: named as a duplicate although its first copy
     # was verified by an earlier run
-    old = next(r for r in read_topic(west, topic_name) if dict(r.headers).get("dr.origin") == b"east")
+    old = next(r for r in read_topic(west, topic_name) if origin_cluster(r.headers) == "east")
     produce_all(
         clients.producer(west),
         topic_name,

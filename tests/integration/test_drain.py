@@ -17,7 +17,7 @@ from test_failover import isolated_config
 from kafka_checks import produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.dr_state import DrState
-from kafka_dr.core.provenance import ORIGIN, strip_product_headers
+from kafka_dr.core.provenance import has_origin, origin_cluster, strip_product_headers
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.state_store import write_state
 from kafka_dr.kafka.topics import ensure_topic
@@ -51,8 +51,8 @@ def _same(west_records, east_records) -> None:
     def ident(r):
         return (r.key, r.value, tuple(strip_product_headers(list(r.headers))), r.timestamp_ms)
 
-    mine = Counter(ident(r) for r in west_records if not any(k == ORIGIN for k, _ in r.headers))
-    copies = Counter(ident(r) for r in east_records if (ORIGIN, b"west") in r.headers)
+    mine = Counter(ident(r) for r in west_records if not has_origin(r.headers))
+    copies = Counter(ident(r) for r in east_records if origin_cluster(r.headers) == "west")
     assert mine and copies == mine
 
 

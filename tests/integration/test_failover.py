@@ -12,7 +12,7 @@ from test_replication import flow_config
 
 from kafka_checks import produce_varied
 from kafka_dr.core.config_load import load_config
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
+from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.state_store import read_state
 from kafka_dr.kafka.topics import ensure_topic
@@ -61,9 +61,9 @@ def _consume(cluster, group: str, topic: str, n: int | None, timeout: float = 60
 
 
 def _identity(msg, here: str) -> tuple:
-    h = dict(msg.headers() or [])
-    if ORIGIN in h:
-        return (h[ORIGIN].decode(), msg.partition(), int(h[ORIGIN_OFFSET]))
+    p = Provenance.from_headers(msg.headers())
+    if p is not None:
+        return (p.cluster, msg.partition(), p.offset)
     return (here, msg.partition(), msg.offset())
 
 

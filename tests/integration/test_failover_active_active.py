@@ -15,7 +15,7 @@ from test_offset_translation import commit, produce
 
 from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
+from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_spec import RangeSpec
@@ -50,9 +50,9 @@ def identities(records, here: str) -> list[tuple[str, int]]:
     cluster itself is (here, its offset)."""
     out = []
     for r in records:
-        h = dict(r.headers() if callable(getattr(r, "headers", None)) else r.headers)
+        p = Provenance.from_headers(r.headers() if callable(getattr(r, "headers", None)) else r.headers)
         off = r.offset() if callable(r.offset) else r.offset
-        out.append((h[ORIGIN].decode(), int(h[ORIGIN_OFFSET])) if ORIGIN in h else (here, off))
+        out.append((p.cluster, p.offset) if p is not None else (here, off))
     return out
 
 

@@ -1,7 +1,7 @@
 """Offset translation and group-offset sync on the real lab.
 
 Every expectation is computed from what west really holds: the record at a translated offset
-must be the first record from east's partition whose ``dr.origin.offset`` is >= the committed
+must be the first record from east's partition whose origin offset is >= the committed
 offset (brute force over the whole partition), and nothing of this origin may sit before it.
 """
 
@@ -18,7 +18,7 @@ from test_replication import flow_config
 from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.offsets import APPROXIMATE, EXACT, UNTRANSLATABLE
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET
+from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.offset_translation import last_synced_offsets, translate_group, translate_offset
 from kafka_dr.kafka.progress_store import committed_with_retry
@@ -69,9 +69,8 @@ def west_view(west, topic: str) -> dict[int, list[tuple[int, int | None]]]:
     """Per west partition: (target offset, east origin offset or None for anything else)."""
     out: dict[int, list] = {}
     for r in read_topic(west, topic):
-        h = dict(r.headers)
-        origin = h.get(ORIGIN)
-        out.setdefault(r.partition, []).append((r.offset, int(h[ORIGIN_OFFSET]) if origin == b"east" else None))
+        p = Provenance.from_headers(r.headers)
+        out.setdefault(r.partition, []).append((r.offset, p.offset if p is not None and p.cluster == "east" else None))
     return out
 
 

@@ -15,6 +15,7 @@ import yaml
 
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
+from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
@@ -253,7 +254,7 @@ def test_compacted_topic_with_offset_gaps_and_topic_configs(lab, lab_config, spa
         return {r.key: r.value for r in records}
 
     assert latest(copied) == latest(source)
-    copied_ids = [int(dict(r.headers)["dr.origin.offset"]) for r in copied]
+    copied_ids = [Provenance.from_headers(r.headers).offset for r in copied]
     assert copied_ids == sorted(copied_ids)
     by_offset = {r.offset: r for r in source}
     for r, o in zip(copied, copied_ids):

@@ -28,15 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_dr.core.provenance import (
-    ORIGIN,
-    ORIGIN_OFFSET,
-    ORIGIN_PARTITION,
-    ORIGIN_TOPIC,
-    ORIGIN_TS,
-    PRODUCT_KEYS,
-    Headers,
-)
+from kafka_dr.core.provenance import MALFORMED, PRODUCT_KEYS, Headers, raw_fields
 
 _NONE = b"\xff\xff\xff\xff"  # length marker of a null key/value/header value
 _LEN = struct.Struct(">I")
@@ -105,18 +97,18 @@ class Origin:
 def read_origin(headers: Headers | None) -> Origin:
     """The provenance of a record, tolerant: a malformed header is flagged, not raised
     (data quality reports it; it must not stop the comparison)."""
-    found: dict[str, bytes | None] = {}
-    for k, v in headers or ():
-        if k in (ORIGIN, ORIGIN_TOPIC, ORIGIN_PARTITION, ORIGIN_OFFSET, ORIGIN_TS) and k not in found:
-            found[k] = v
-    if ORIGIN not in found:
+    fields = raw_fields(headers)
+    if fields is None:
         return Origin()
+    if fields is MALFORMED:
+        return Origin(cluster="?", malformed=True)
+    c, t, p, o, s = fields
     try:
-        cluster = (found[ORIGIN] or b"").decode()
-        topic = found[ORIGIN_TOPIC].decode() if found.get(ORIGIN_TOPIC) else None
-        part = int(found[ORIGIN_PARTITION]) if found.get(ORIGIN_PARTITION) else None
-        off = int(found[ORIGIN_OFFSET]) if found.get(ORIGIN_OFFSET) else None
-        ts = int(found[ORIGIN_TS]) if found.get(ORIGIN_TS) else None
+        cluster = (c or b"").decode()
+        topic = t.decode() if t else None
+        part = int(p) if p else None
+        off = int(o) if o else None
+        ts = int(s) if s else None
     except (ValueError, UnicodeDecodeError):
         return Origin(cluster="?", malformed=True)
     malformed = not cluster or topic is None or part is None or off is None or ts is None

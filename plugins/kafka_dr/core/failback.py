@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from kafka_dr.core.config import FlowConfig, LoopPolicy, ProvenanceRule, TopicSelection
 from kafka_dr.core.loop import Transform
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_TOPIC, Headers, Provenance, strip_product_headers
+from kafka_dr.core.provenance import Headers, Provenance, origin_and_topic, strip_product_headers
 
 RESYNC = "resync"
 RESEED = "reseed"
@@ -79,15 +79,10 @@ def reseed_transform(survivor: str, recovered: str, verbatim_topics: frozenset[s
     def transform(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
         if topic in verbatim_topics:
             return list(headers or ())
-        origin = None
-        for k, v in headers or ():
-            if k == ORIGIN:
-                origin = v or b""
-                break
+        origin, origin_topic = origin_and_topic(headers)
         if origin is None:
             return [*(headers or ()), *Provenance(survivor, topic, partition, offset, now_ms).to_headers()]
         if origin == recovered_b:
-            origin_topic = next((v for k, v in headers if k == ORIGIN_TOPIC), None)
             if origin_topic is not None and origin_topic != topic.encode():
                 return list(headers)  # it came from another topic of the recovered cluster: keep the trail
             return strip_product_headers(headers)

@@ -13,7 +13,7 @@ headers to write (or ``None``: skip, it would loop or duplicate).
 - ``copy_flags``: the Axual bitmask over a distribution tree; a record is copied by a level
   only while its bits for that level and below are clear.
 
-All three add provenance headers (first hop only) because offset translation needs the
+All three add the provenance header (first hop only) because offset translation needs the
 origin offset whatever the loop policy.
 """
 
@@ -27,9 +27,9 @@ from kafka_dr.core.distribution import Level
 from kafka_dr.core.naming import PrefixNaming
 from kafka_dr.core.provenance import (
     COPY_FLAGS,
-    ORIGIN,
-    ORIGIN_TOPIC,
+    ORIGIN_KEYS,
     Headers,
+    origin_and_topic,
     provenance_appender,
     with_copy_flags,
 )
@@ -68,22 +68,16 @@ class Router:
             def provenance(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
                 if headers:
                     for k, _ in headers:
-                        if k == ORIGIN:
+                        if k in ORIGIN_KEYS:
                             return forwarded(headers, topic)
                 return add(headers, topic, partition, offset, now_ms)
 
             def forwarded(headers: Headers, topic: str):
                 """A record that was itself replicated to the source: copy it on, or not."""
-                origin = None
-                origin_topic = None
-                for k, v in headers:
-                    if k == ORIGIN and origin is None:
-                        origin = v or b""
-                    elif k == ORIGIN_TOPIC and origin_topic is None:
-                        origin_topic = v
                 if local_only:
                     return None
                 # Replicator's default: never write a record back to the topic it started in.
+                origin, origin_topic = origin_and_topic(headers)
                 if origin == target_b and (origin_topic is None or origin_topic == topic.encode()):
                     return None
                 return list(headers)
@@ -94,7 +88,7 @@ class Router:
             add = provenance_appender(source)
 
             def prefix(headers: Headers, topic: str, partition: int, offset: int, now_ms: int):
-                if headers and any(k == ORIGIN for k, _ in headers):
+                if headers and any(k in ORIGIN_KEYS for k, _ in headers):
                     return list(headers)
                 return add(headers, topic, partition, offset, now_ms)
 
@@ -111,7 +105,7 @@ class Router:
             for k, v in headers or ():
                 if k == COPY_FLAGS and flags is None:  # the first one, as copy_flags() reads it
                     flags = int(v) if v else 0
-                elif k == ORIGIN:
+                elif k in ORIGIN_KEYS:
                     has_origin = True
             flags = flags or 0
             if flags & mask:

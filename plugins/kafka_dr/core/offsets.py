@@ -2,7 +2,7 @@
 
 A consumer group committed offset ``X`` on ``source/topic[p]``: it has read every record
 below ``X`` there. On the target, the flow wrote the records of ``topic[p]`` into
-``target_topic[p]`` in order, each carrying its origin offset (``dr.origin.offset``). The
+``target_topic[p]`` in order, each carrying its origin offset (in its ``dr.prov`` header). The
 translated offset is the target offset of the **first record from this origin (cluster,
 topic, partition) whose origin offset is >= X**: everything from this origin before it was
 read on the source, everything from it onwards was not. The adapter

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from typing import Protocol
 
 from kafka_dr.core.dq import record_digest
-from kafka_dr.core.provenance import ORIGIN, Headers
+from kafka_dr.core.provenance import Headers, origin_and_topic
 
 Identity = tuple[int, bytes]
 
@@ -32,7 +32,7 @@ class RecordLike(Protocol):
 
 def record_identity(rec: RecordLike, here: str) -> Identity:
     """The record's digest and origin (a record without provenance is ``here``'s own)."""
-    origin = next((v for k, v in rec.headers or () if k == ORIGIN), None)
+    origin, _ = origin_and_topic(rec.headers)
     digest = record_digest(rec.key, rec.value, rec.headers, rec.timestamp_ms)
     return digest, origin if origin is not None else here.encode()
 

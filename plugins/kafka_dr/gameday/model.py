@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kafka_dr.core.provenance import ORIGIN
+from kafka_dr.core.provenance import origin_cluster
 
 #: errors a ledger keeps word for word; later ones are only counted
 MAX_ERRORS = 1000
@@ -150,7 +150,7 @@ class Stored(NamedTuple):
     partition: int
     offset: int
     key: str
-    origin: str  #: ``dr.origin`` for a replicated copy, else the cluster itself
+    origin: str  #: the provenance's origin for a replicated copy, else the cluster itself
 
 
 class Read(NamedTuple):
@@ -163,7 +163,7 @@ class Read(NamedTuple):
     partition: int
     offset: int
     at: float
-    origin: str  #: ``dr.origin`` for a replicated copy, else the cluster read from
+    origin: str  #: the provenance's origin for a replicated copy, else the cluster read from
 
 
 class Move(NamedTuple):
@@ -194,15 +194,10 @@ class LedgerView:
 
 
 def identify(headers, here: str) -> tuple[str, str]:
-    """``(gd.id, origin)`` of a record as read on cluster ``here``: origin is ``dr.origin``
-    for a replicated copy, else ``here``. A record without ``gd.id`` gets ``""``."""
-    gd, origin = None, None
-    for k, v in headers or ():
-        if k == GD_ID and gd is None:
-            gd = (v or b"").decode(errors="replace")
-        elif k == ORIGIN and origin is None:
-            origin = (v or b"").decode(errors="replace")
-    return gd or "", origin or here
+    """``(gd.id, origin)`` of a record as read on cluster ``here``: origin is the provenance's
+    origin for a replicated copy, else ``here``. A record without ``gd.id`` gets ``""``."""
+    gd = next(((v or b"").decode(errors="replace") for k, v in headers or () if k == GD_ID), None)
+    return gd or "", origin_cluster(headers) or here
 
 
 class Ledger:

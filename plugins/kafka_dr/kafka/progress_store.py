@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.progress import decode_metadata
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, ORIGIN_PARTITION, ORIGIN_TOPIC
+from kafka_dr.core.provenance import raw_fields
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.watermarks import watermarks
 
@@ -149,13 +149,9 @@ def last_copied_offset(
                         done = True
                         continue
                     raise RuntimeError(f"flow {flow.name}: scanning {where}: {m.error().str()}")
-                h = dict(m.headers() or ())
-                if (
-                    h.get(ORIGIN) == src
-                    and h.get(ORIGIN_TOPIC) == source_topic.encode()
-                    and h.get(ORIGIN_PARTITION) == part
-                ):
-                    best = max(best or -1, int(h[ORIGIN_OFFSET]))
+                f = raw_fields(m.headers())
+                if f is not None and f[0] == src and f[1] == source_topic.encode() and f[2] == part:
+                    best = max(best or -1, int(f[3] or b"-1"))
                 if m.offset() + 1 >= high:
                     done = True
             if done or (not msgs and c.position([TopicPartition(target_topic, partition)])[0].offset >= high):

@@ -2,8 +2,8 @@
 producer writes, inject a fault, let the job recover, then count what the target holds.
 
 Each trial ends with an exact tally: every record on the source topic is identified by
-(partition, offset); every record on the target by its provenance headers
-(``dr.origin.part``/``dr.origin.offset``), read with ``read_committed``. ``lost`` is what the
+(partition, offset); every record on the target by its provenance (origin
+partition and offset), read with ``read_committed``. ``lost`` is what the
 source has and the target does not, ``duplicated`` is every extra copy. ``kafka-dr drill``
 prints one row per fault; the integration tests run short versions and additionally apply
 the per-record check of ``tests/kafka_checks.check_replica`` (bytes, headers, timestamps,
@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 from kafka_dr.core.config_load import load_config
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, ORIGIN_PARTITION
+from kafka_dr.core.provenance import Provenance, has_origin
 
 REPO = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -210,14 +210,12 @@ def _read(cluster, topic: str):
 
 def tally(cfg, topic: str, source: str = "east", target: str = "west") -> tuple[int, int, int]:
     """(produced, lost, duplicated) for ``topic`` replicated ``source`` -> ``target``."""
-    sent = {
-        (r.partition, r.offset) for r in _read(cfg.cluster(source), topic) if not any(k == ORIGIN for k, _ in r.headers)
-    }
+    sent = {(r.partition, r.offset) for r in _read(cfg.cluster(source), topic) if not has_origin(r.headers)}
     copies: Counter = Counter()
     for r in _read(cfg.cluster(target), topic):
-        h = dict(r.headers)
-        if h.get(ORIGIN) == source.encode():
-            copies[(int(h[ORIGIN_PARTITION]), int(h[ORIGIN_OFFSET]))] += 1
+        p = Provenance.from_headers(r.headers)
+        if p is not None and p.cluster == source:
+            copies[(p.partition, p.offset)] += 1
     lost = len(sent - set(copies))
     duplicated = sum(n - 1 for n in copies.values())
     return len(sent), lost, duplicated

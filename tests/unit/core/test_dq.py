@@ -20,7 +20,8 @@ from kafka_dr.core.dq import (
 )
 from kafka_dr.core.topic_sync import TopicState, plan_topic
 
-PROV = [
+PROV = [("dr.prov", b"1 east orders 2 41 1700000000500")]
+LEGACY = [
     ("dr.origin", b"east"),
     ("dr.origin.topic", b"orders"),
     ("dr.origin.part", b"2"),
@@ -35,6 +36,7 @@ def test_digest_covers_what_replication_preserves_and_ignores_product_headers():
     assert (
         record_digest(b"k", b"v", [("a", b"1"), ("b", None)] + PROV + [("dr.copy.flags", b"3")], 1700000000000) == base
     )
+    assert record_digest(b"k", b"v", [("a", b"1"), *LEGACY, ("b", None)], 1700000000000) == base
     others = [
         record_digest(b"k", b"v2", [("a", b"1"), ("b", None)], 1700000000000),
         record_digest(b"k", b"v", [("b", None), ("a", b"1")], 1700000000000),  # header order matters
@@ -49,12 +51,15 @@ def test_digest_covers_what_replication_preserves_and_ignores_product_headers():
 def test_origin_and_identity():
     o = read_origin([("app", b"x"), *PROV])
     assert o == Origin("east", "orders", 2, 41, 1700000000500, False)
+    assert read_origin([("app", b"x"), *LEGACY]) == o
     assert identity(o, "west", "orders", 2, 977) == ("east", "orders", 2, 41)
     assert identity(read_origin([("app", b"x")]), "west", "orders", 2, 977) == ("west", "orders", 2, 977)
     broken = read_origin([("dr.origin", b"east"), ("dr.origin.offset", b"forty")])
     assert broken.present and broken.malformed
     assert read_origin([("dr.origin", b"east"), ("dr.origin.topic", b"orders")]).malformed  # incomplete
     assert identity(broken, "west", "orders", 0, 5) == ("west", "orders", 0, 5)
+    for bad in (b"1 east orders 2 forty 0", b"2 east orders 2 41 0", b"1 east"):
+        assert read_origin([("dr.prov", bad)]) == Origin(cluster="?", malformed=True)
 
 
 def test_window_bounds():

@@ -17,7 +17,7 @@ from kafka_dr.core.failback import (
     seed_map_value,
     seeded_position,
 )
-from kafka_dr.core.provenance import ORIGIN, ORIGIN_OFFSET, Provenance
+from kafka_dr.core.provenance import Provenance
 
 EAST_COPY = [("app", b"x"), *Provenance("east", "orders", 0, 7, 1000).to_headers()]
 
@@ -25,12 +25,15 @@ EAST_COPY = [("app", b"x"), *Provenance("east", "orders", 0, 7, 1000).to_headers
 def test_reseed_strips_provenance_of_the_recovered_clusters_records():
     t = reseed_transform("west", "east")
     assert t(EAST_COPY, "orders", 0, 42, 5) == [("app", b"x")]
+    # a copy made by an earlier release (the five-header form) too
+    legacy = [("app", b"x"), ("dr.origin", b"east"), ("dr.origin.topic", b"orders"), ("dr.origin.offset", b"7")]
+    assert t(legacy, "orders", 0, 42, 5) == [("app", b"x")]
 
 
 def test_reseed_adds_provenance_to_the_survivors_own_records():
     t = reseed_transform("west", "east")
     out = t([("app", b"y")], "orders", 1, 9, 5)
-    assert out[0] == ("app", b"y") and dict(out)[ORIGIN] == b"west" and dict(out)[ORIGIN_OFFSET] == b"9"
+    assert out[0] == ("app", b"y") and Provenance.from_headers(out) == Provenance("west", "orders", 1, 9, 5)
 
 
 def test_reseed_keeps_third_cluster_records_and_verbatim_topics():

@@ -25,6 +25,11 @@ OWN = [("trace", b"t1"), ("trace", b"t2"), ("nil", None), ("bin", b"\x00\xff\xfe
 
 
 def provenance_of(cluster: str, topic: str = "orders", partition: int = 3, offset: int = 42, ts: int = NOW) -> list:
+    return [("dr.prov", f"1 {cluster} {topic} {partition} {offset} {ts}".encode())]
+
+
+def legacy_of(cluster: str, topic: str = "orders", partition: int = 3, offset: int = 42, ts: int = NOW) -> list:
+    """The five-header form earlier releases wrote."""
     return [
         ("dr.origin", cluster.encode()),
         ("dr.origin.topic", topic.encode()),
@@ -232,6 +237,31 @@ def test_not_to_origin_only_blocks_the_topic_the_record_started_in():
     assert t(moved, "orders", 0, 1, NOW) == moved
 
 
+@pytest.mark.parametrize(
+    "cfg", [NOT_TO_ORIGIN, LOCAL_ONLY, PREFIX, THREE], ids=["not_to_origin", "local_only", "prefix", "copy_flags"]
+)
+def test_a_record_copied_by_an_earlier_release_keeps_its_five_header_provenance(cfg):
+    """The five-header form counts as provenance everywhere: never a second one, and the
+    loop rules read it as they read ``dr.prov``."""
+    source, target = ("east", "west") if cfg is not THREE else _a_flow(THREE)
+    t = router(cfg, source, target).transform()
+    third = OWN + legacy_of("north-2" if cfg is not THREE else "nowhere", "orders", 1, 5)
+    out = t(third, "orders", 1, 900, NOW)
+    if cfg is LOCAL_ONLY:
+        assert out is None
+    else:
+        assert out is not None and strip_product_headers(out) == OWN and out[: len(third)] == third
+        assert Provenance.from_headers(out) == Provenance.from_headers(third)
+        assert "dr.prov" not in dict(out)
+    if cfg in (NOT_TO_ORIGIN, LOCAL_ONLY):
+        assert t(OWN + legacy_of(target, "orders", 1, 5), "orders", 1, 900, NOW) is None
+
+
+def _a_flow(cfg: DrConfig) -> tuple[str, str]:
+    f = cfg.flows[0]
+    return f.source, f.target
+
+
 def test_two_cluster_round_trip_stops_at_home():
     east_west = router(NOT_TO_ORIGIN, "east", "west").transform()
     west_east = router(NOT_TO_ORIGIN, "west", "east").transform()
@@ -254,7 +284,7 @@ def test_prefix_keeps_existing_provenance():
     headers = OWN + provenance_of("west", "orders", 1, 5, 99)
     out = router(PREFIX, "east", "west").transform()(headers, "west.orders", 1, 777, NOW)
     assert out == headers
-    assert Counter(k for k, _ in out)["dr.origin"] == 1
+    assert Counter(k for k, _ in out)["dr.prov"] == 1
 
 
 def test_prefix_never_skips_a_record():
@@ -389,9 +419,7 @@ def check_tree(cfg: DrConfig, logs: dict[str, list[Stored]], produced: list[tupl
                     "nil": 1,
                     "bin": 1,
                     COPY_FLAGS: 1,
-                    **dict.fromkeys(
-                        ["dr.origin", "dr.origin.topic", "dr.origin.part", "dr.origin.offset", "dr.origin.ts"], 1
-                    ),
+                    "dr.prov": 1,
                 }
             )
             # a later hop carries exactly the provenance of the copy it was made from
@@ -423,7 +451,7 @@ def test_lab_four_cluster_tree_reaches_every_cluster_exactly_once():
     # spot-check literal offsets: east's first record (offset 1000) as south sees it
     (copy,) = [r for r in logs["south"] if r.value == b"east-0"]
     assert copy.came_from == "north"
-    assert copy.headers[len(OWN) : len(OWN) + 4] == provenance_of("east", "orders", 0, 1000)[:4]
+    assert copy.headers[len(OWN)][1].startswith(b"1 east orders 0 1000 ")
     assert copy.headers[-1] == (COPY_FLAGS, b"3")
 
 

@@ -6,7 +6,11 @@ from dataclasses import dataclass
 
 from kafka_dr.core.dq import is_compacted, key_digest
 from kafka_dr.core.partition_compare import latest_by_key, latest_differences, record_identity
-from kafka_dr.core.provenance import ORIGIN
+from kafka_dr.core.provenance import Provenance
+
+
+def prov(cluster: str) -> list:
+    return Provenance(cluster, "t", 0, 0, 0).to_headers()
 
 
 @dataclass
@@ -19,8 +23,10 @@ class Rec:
 
 
 def test_identity_is_digest_and_origin():
+    legacy = Rec(b"k", b"v", 7, headers=[("dr.origin", b"east")])  # the five-header form of earlier releases
+    assert record_identity(legacy, "west")[1] == b"east"
     own = Rec(b"k", b"v", 0)
-    copy = Rec(b"k", b"v", 7, headers=[(ORIGIN, b"east")])
+    copy = Rec(b"k", b"v", 7, headers=prov("east"))
     assert record_identity(own, "east") == record_identity(copy, "west")
     assert record_identity(own, "west") != record_identity(copy, "west")
     assert record_identity(Rec(b"k", b"w", 0), "east")[0] != record_identity(own, "east")[0]
@@ -69,11 +75,11 @@ def test_records_past_the_progress_are_in_flight_and_left_out_on_both_sides():
 
     survivor = [
         Rec(b"a", b"1", 0),
-        Rec(b"b", b"1", 1, headers=[(ORIGIN, b"east")]),  # east's own record, copied to west
+        Rec(b"b", b"1", 1, headers=prov("east")),  # east's own record, copied to west
         Rec(b"c", b"1", 2),  # past the progress: not on east yet
-        Rec(b"d", b"1", 3, headers=[(ORIGIN, b"east")]),  # east's, reached west late
+        Rec(b"d", b"1", 3, headers=prov("east")),  # east's, reached west late
     ]
-    recovered = [Rec(b"a", b"1", 0, headers=[(ORIGIN, b"west")]), Rec(b"b", b"1", 1), Rec(b"d", b"1", 2)]
+    recovered = [Rec(b"a", b"1", 0, headers=prov("west")), Rec(b"b", b"1", 1), Rec(b"d", b"1", 2)]
     s, in_flight = split_in_flight(survivor, "west", upto=2)
     r, _ = split_in_flight(recovered, "east", skip=[d for _, d in in_flight])
     assert [x.offset for x, _ in s] == [0, 1] and [x.offset for x, _ in r] == [0, 1]
@@ -88,7 +94,7 @@ def test_a_key_with_a_value_in_flight_is_not_judged_on_a_compacted_topic():
     from kafka_dr.core.partition_compare import split_in_flight
 
     survivor = [Rec(b"b", b"1", 5), Rec(b"a", b"3", 9)]  # a's value 2 (offset 7) compacted away
-    recovered = [Rec(b"a", b"2", 0, headers=[(ORIGIN, b"west")]), Rec(b"b", b"1", 1, headers=[(ORIGIN, b"west")])]
+    recovered = [Rec(b"a", b"2", 0, headers=prov("west")), Rec(b"b", b"1", 1, headers=prov("west"))]
     s, in_flight = split_in_flight(survivor, "west", upto=8)
     moving = {r.key for r, _ in in_flight}
     s_latest = latest_by_key((r for r, _ in s), "west", moving)
@@ -103,12 +109,12 @@ def test_the_recovered_clusters_own_records_past_the_flow_back_are_in_flight_its
     A copy from west that east holds twice past that progress is still a difference."""
     from kafka_dr.core.partition_compare import split_in_flight
 
-    survivor = [Rec(b"a", b"1", 0), Rec(b"n", b"2", 1, headers=[(ORIGIN, b"east")])]  # n reached west late
+    survivor = [Rec(b"a", b"1", 0), Rec(b"n", b"2", 1, headers=prov("east"))]  # n reached west late
     recovered = [
-        Rec(b"a", b"1", 0, headers=[(ORIGIN, b"west")]),
+        Rec(b"a", b"1", 0, headers=prov("west")),
         Rec(b"n", b"1", 1),  # written on east after the flow back's progress (1): in flight
         Rec(b"n", b"2", 2),  # in flight too, its copy on west is left out
-        Rec(b"a", b"1", 3, headers=[(ORIGIN, b"west")]),  # a duplicated copy: compared, a difference
+        Rec(b"a", b"1", 3, headers=prov("west")),  # a duplicated copy: compared, a difference
     ]
     s, s_flight = split_in_flight(survivor, "west", upto=None)
     r, r_flight = split_in_flight(recovered, "east", upto=1, skip=[d for _, d in s_flight], own_only=True)

@@ -1,4 +1,5 @@
-"""Provenance headers: to/from the wire, first occurrence wins, copy flags, stripping."""
+"""Provenance: the ``dr.prov`` header to and from the wire, the five-header form earlier
+releases wrote read the same, first occurrence wins, copy flags, stripping."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from kafka_dr.core.provenance import (
     PROVENANCE_KEYS,
     Provenance,
     copy_flags,
+    has_origin,
+    origin_and_topic,
     origin_cluster,
     strip_product_headers,
     with_copy_flags,
 )
 
 P = Provenance("east", "orders", 3, 42, 1_700_000_000_000)
+COMPACT = [("dr.prov", b"1 east orders 3 42 1700000000000")]
+#: the same provenance in the five-header form of earlier releases
 P_HEADERS = [
     ("dr.origin", b"east"),
     ("dr.origin.topic", b"orders"),
@@ -27,13 +32,57 @@ USER = [("trace", b"t1"), ("trace", b"t2"), ("nil", None), ("bin", b"\x00\xff\xf
 
 
 def test_header_names_are_the_documented_ones():
-    assert PROVENANCE_KEYS == {"dr.origin", "dr.origin.topic", "dr.origin.part", "dr.origin.offset", "dr.origin.ts"}
+    assert PROVENANCE_KEYS == {
+        "dr.prov",
+        "dr.origin",
+        "dr.origin.topic",
+        "dr.origin.part",
+        "dr.origin.offset",
+        "dr.origin.ts",
+    }
     assert PRODUCT_KEYS == PROVENANCE_KEYS | {"dr.copy.flags"}
     assert COPY_FLAGS == "dr.copy.flags"
 
 
-def test_to_headers_is_plain_ascii_in_a_fixed_order():
-    assert P.to_headers() == P_HEADERS
+def test_to_headers_is_one_plain_ascii_header_version_first():
+    assert P.to_headers() == COMPACT
+
+
+def test_both_forms_read_the_same():
+    assert Provenance.from_headers(COMPACT) == Provenance.from_headers(P_HEADERS) == P
+    for form in (COMPACT, P_HEADERS):
+        assert origin_cluster(USER + form) == "east"
+        assert origin_and_topic(form + USER) == (b"east", b"orders")
+        assert has_origin(USER + form)
+    assert not has_origin(USER) and not has_origin(None)
+    assert not has_origin([("dr.origin.offset", b"42")])  # without its cluster no field is provenance
+
+
+def test_the_first_form_named_wins():
+    west = Provenance("west", "other", 7, 99, 5).to_headers()
+    assert Provenance.from_headers(COMPACT + P_HEADERS) == P
+    assert Provenance.from_headers(west + P_HEADERS) == Provenance("west", "other", 7, 99, 5)
+    assert Provenance.from_headers(P_HEADERS + west) == P
+    assert origin_and_topic(P_HEADERS + west) == (b"east", b"orders")
+    assert origin_and_topic(west + P_HEADERS) == (b"west", b"other")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"", b"2 east orders 3 42 1700000000000", b"1 east orders 3 42", b"1 east orders 3 42 17 extra", b"east"],
+)
+def test_a_dr_prov_value_of_another_version_or_shape_raises_naming_it(value):
+    with pytest.raises(ValueError) as e:
+        Provenance.from_headers([("dr.prov", value)])
+    assert str(e.value).startswith("malformed provenance headers ['dr.prov']: "), str(e.value)
+    assert has_origin([("dr.prov", value)])  # still a copy: never copied back as a local record
+    assert origin_and_topic([("dr.prov", value)]) == (b"?", None)
+
+
+@pytest.mark.parametrize("value", [b"1 east orders three 42 0", b"1 east orders 3 4.2 0", b"1 \xff orders 3 42 0"])
+def test_a_dr_prov_value_with_a_bad_field_raises(value):
+    with pytest.raises(ValueError, match=r"^malformed provenance headers \['dr.prov'\]: "):
+        Provenance.from_headers([("dr.prov", value)])
 
 
 def test_round_trip():
@@ -92,6 +141,7 @@ def test_a_malformed_later_duplicate_is_ignored():
 
 
 def test_origin_cluster():
+    assert origin_cluster(COMPACT) == "east"
     assert origin_cluster(P_HEADERS) == "east"
     assert origin_cluster(USER + [("dr.origin", b"west"), ("dr.origin", b"east")]) == "west"
     assert origin_cluster([("dr.origin", None)]) == ""
@@ -142,6 +192,7 @@ def test_strip_product_headers_keeps_the_records_own_headers_exactly():
 
 def test_strip_after_adding_provenance_gives_back_the_original():
     assert strip_product_headers(with_copy_flags([*USER, *P.to_headers()], 1)) == USER
+    assert strip_product_headers([*USER, *COMPACT, *P_HEADERS]) == USER
 
 
 def test_the_copiers_appender_writes_exactly_what_provenance_headers_says():

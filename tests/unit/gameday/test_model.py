@@ -32,6 +32,8 @@ def test_identify_reads_the_id_and_the_origin():
     assert identify([("gd.id", b"east:gd.keyed:1"), ("gd.seq", b"1")], "east") == ("east:gd.keyed:1", "east")
     copied = [("gd.id", b"east:gd.keyed:1"), ("dr.origin", b"east"), ("dr.origin.part", b"0")]
     assert identify(copied, "west") == ("east:gd.keyed:1", "east")
+    compact = [("gd.id", b"east:gd.keyed:1"), ("dr.prov", b"1 east gd.keyed 0 1 5")]
+    assert identify(compact, "west") == ("east:gd.keyed:1", "east")
     assert identify(None, "west") == ("", "west")
 
 
