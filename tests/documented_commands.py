@@ -162,7 +162,11 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
     (
         ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 1000000 --sizes 100 --latency-rates 1000"
-        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 2 --warmup-records 0"
+        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 3 --warmup-records 0"
+    ): Check(PARSED, covered_by=BENCH),
+    (
+        ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 3000000 --sizes 100 --latency-rates 1000"
+        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
     ): Check(PARSED, covered_by=BENCH),
     (
         ".venv/bin/kafka-dr bench --systems ours --records 200000 --sizes 100 --latency-rates 1000"

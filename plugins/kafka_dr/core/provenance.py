@@ -13,8 +13,8 @@ it was first replicated (epoch milliseconds). Cluster and topic names cannot hol
 Records copied by earlier releases carry the same facts as five headers (``dr.origin``,
 ``dr.origin.topic``, ``dr.origin.part``, ``dr.origin.offset``, ``dr.origin.ts``); every
 reader here takes both forms, so such records keep their meaning and are never given a
-second provenance. One header instead of five is a third of the header bytes and of the
-per-record header work in the copier (docs/benchmarks.md).
+second provenance. One header instead of five is less than half the bytes and one value to
+format per record in the copier (docs/benchmarks.md).
 
 A record that already has provenance (a second hop in an N-cluster tree) keeps its original
 value: provenance always names the first cluster, not the previous hop. ``dr.copy.flags`` is
