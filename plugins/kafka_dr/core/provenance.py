@@ -62,6 +62,12 @@ def encode(cluster: str, topic: str, partition: int, offset: int, first_replicat
     return b"%b %b %b %d %d %d" % (VERSION, cluster.encode(), topic.encode(), partition, offset, first_replicated_ms)
 
 
+def _fields_of(value: bytes | None) -> list[bytes] | None:
+    """A ``dr.prov`` value's six fields, or ``None`` when it is of another version or shape."""
+    parts = (value or b"").split(b" ")
+    return parts if len(parts) == 6 and parts[0] == VERSION else None
+
+
 def raw_fields(headers: Headers | None) -> RawFields | None:
     """The record's provenance fields as bytes, from whichever form it carries, or ``None``
     when it has none. The first of ``dr.prov`` and ``dr.origin`` decides the form. ``dr.prov``:
@@ -70,10 +76,8 @@ def raw_fields(headers: Headers | None) -> RawFields | None:
     legacy: dict[str, bytes | None] | None = None
     for k, v in headers or ():
         if k == PROVENANCE and (legacy is None or ORIGIN not in legacy):
-            parts = (v or b"").split(b" ")
-            if len(parts) != 6 or parts[0] != VERSION:
-                return MALFORMED
-            return parts[1], parts[2], parts[3], parts[4], parts[5]
+            parts = _fields_of(v)
+            return MALFORMED if parts is None else (parts[1], parts[2], parts[3], parts[4], parts[5])
         if k in PROVENANCE_KEYS:
             if legacy is None:
                 legacy = {}
@@ -88,8 +92,8 @@ def origin_and_topic(headers: Headers | None) -> tuple[bytes | None, bytes | Non
     filter's check, without parsing numbers."""
     for k, v in headers or ():
         if k == PROVENANCE:
-            parts = (v or b"").split(b" ")
-            return (parts[1], parts[2]) if len(parts) == 6 and parts[0] == VERSION else (b"?", None)
+            parts = _fields_of(v)
+            return (b"?", None) if parts is None else (parts[1], parts[2])
         if k == ORIGIN:
             return v or b"", next((tv for tk, tv in headers if tk == ORIGIN_TOPIC), None)  # type: ignore[union-attr]
     return None, None

@@ -139,7 +139,7 @@ def last_copied_offset(
             return None
         c.assign([TopicPartition(target_topic, partition, max(low, high - scan))])
         best, deadline = None, time.monotonic() + timeout
-        src, part = flow.source.encode(), str(partition).encode()
+        src, topic_b, part = flow.source.encode(), source_topic.encode(), str(partition).encode()
         while time.monotonic() < deadline:
             msgs = c.consume(num_messages=5000, timeout=0.5)
             done = False
@@ -150,7 +150,7 @@ def last_copied_offset(
                         continue
                     raise RuntimeError(f"flow {flow.name}: scanning {where}: {m.error().str()}")
                 f = raw_fields(m.headers())
-                if f is not None and f[0] == src and f[1] == source_topic.encode() and f[2] == part:
+                if f is not None and f[0] == src and f[1] == topic_b and f[2] == part:
                     best = max(best or -1, int(f[3] or b"-1"))
                 if m.offset() + 1 >= high:
                     done = True
