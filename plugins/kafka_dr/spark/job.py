@@ -311,6 +311,8 @@ def _start_query(spark, run: FlowRun, sink: MetricsSink, checkpoint: str, marker
         "commit_seconds": str(o.commit_seconds),
         "stop_marker": marker,
         "transactions": "task" if o.task_transactions else "partition",
+        # fixed ranges: one task per core Spark has (spark.default.parallelism), not per partition
+        "range_tasks": str(spark.sparkContext.defaultParallelism),
     }
     reader = spark.readStream.format("kafka_dr_replication").options(**options).load()
     writer = reader.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)

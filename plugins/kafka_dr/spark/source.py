@@ -13,7 +13,9 @@ Options: ``config`` (path of the kafka-dr YAML, readable on executors), ``flow``
 ``allow_reset`` ("true" to start a partition whose progress was lost from its planned start),
 ``chunk_records``, ``max_records_per_batch``, ``task_seconds``, ``tasks``, ``commit_seconds``,
 ``transactions`` (``task``: one task copies all partitions in one transaction at a time;
-``partition``: a transaction per partition), ``stop_marker``.
+``partition``: a transaction per partition), ``stop_marker``, ``range_tasks`` (fixed-range
+micro-batches: the ranges are shared out among this many tasks, each copying its ranges one
+after another (:mod:`kafka_dr.core.task_shares`); 0: a task per range).
 """
 
 from __future__ import annotations
@@ -79,6 +81,13 @@ def _plain_errors(fn):
 class RangePartition(InputPartition):
     def __init__(self, topic: str, partition: int, start: int, end: int, target_topic: str) -> None:
         self.topic, self.partition, self.start, self.end, self.target_topic = topic, partition, start, end, target_topic
+
+
+class RangeShare(InputPartition):
+    """A fixed-range task's share: its ranges, copied one after another by one copier."""
+
+    def __init__(self, ranges: list[RangePartition]) -> None:
+        self.ranges = ranges
 
 
 class StreamPartition(InputPartition):
@@ -188,7 +197,12 @@ class ReplicationStreamReader(DataSourceStreamReader):
                 s = start.get(topic, {}).get(p, 0)
                 if e > s:
                     out.append(RangePartition(topic, int(p), s, e, planner.target_topic(topic)))
-        return out
+        tasks = int(self.options.get("range_tasks") or 0)
+        if tasks <= 0:
+            return out
+        from kafka_dr.core.task_shares import balanced_shares
+
+        return [RangeShare([out[i] for i in share]) for share in balanced_shares([r.end - r.start for r in out], tasks)]
 
     def read(self, partition) -> Iterator[tuple]:
         from kafka_dr.spark.warmup import import_output_path_once
@@ -196,7 +210,12 @@ class ReplicationStreamReader(DataSourceStreamReader):
         mark_once("task started")
         import_output_path_once()  # before the copy starts, not when its rows go back (see there)
         mark_once("task warmed")
-        rows = self._stream(partition) if isinstance(partition, StreamPartition) else [self._copy(partition)]
+        if isinstance(partition, StreamPartition):
+            rows = self._stream(partition)
+        elif isinstance(partition, RangeShare):
+            rows = (self._copy(r) for r in partition.ranges)
+        else:
+            rows = [self._copy(partition)]
         for d in rows:
             yield tuple(d[f] for f in FIELDS)
 
