@@ -1,9 +1,9 @@
 """Share a micro-batch's offset ranges out among a fixed number of tasks.
 
-A fixed-range micro-batch used to be one Spark task per source partition; every task costs a
-Python worker round (unpickling the reader, the first fetch, a metrics row through Arrow), paid
-again per partition. Instead the ranges go to ``tasks`` shares (Spark's default parallelism:
-one per core it has), each copied range after range by one copier, and balanced by records:
+A Spark task per source partition would pay Spark's per-task round (a Python worker handed
+the task, the reader unpickled, a metrics row back through Arrow) once per partition. So the
+ranges go to ``tasks`` shares (Spark's default parallelism: one per core it has), each copied
+range after range by one copier, and balanced by records:
 the largest range first, always to the lightest share (the share with the fewest records ends
 first, so the last share to finish is as short as it can be made this way).
 """

@@ -1,6 +1,7 @@
 """The replication flow as a PySpark streaming data source (``format("kafka_dr_replication")``).
 
-Tasks are *fused*: each copies its offset range straight to the target with confluent-kafka
+Tasks are *fused*: each copies its offset ranges (a share of the micro-batch's, one per
+source partition, ``range_tasks``) straight to the target with confluent-kafka
 (:class:`~kafka_dr.kafka.copier.RangeCopier`) and yields one metrics row per range, because a
 record shipped as a Spark row crosses Python -> JVM -> Python (docs/replication.md, "How a
 micro-batch runs"). Offsets are ``{topic: {partition: offset}}``; the initial offset is the
