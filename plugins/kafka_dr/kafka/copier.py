@@ -1,7 +1,8 @@
 """Copy one source partition's offset range to the target, exactly once.
 
 The unit of work of the replication job (a Spark task copies its share of a micro-batch's
-ranges, one per source partition, one after another; a streaming task open ones); failback and the tests call it directly. Exactly-once holds so:
+ranges, one per source partition, one after another; a streaming task open ones); failback
+and the tests call it directly. Exactly-once holds so:
 
 1. The producer's ``transactional.id`` is fixed per (flow, topic, partition): creating it
    fences any earlier instance, a zombie task included, and aborts its open transaction.
