@@ -142,7 +142,10 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         )
         log.info("timeline: spark up")
     spark.dataSource.register(ReplicationSource)
-    start_workers(spark)
+    if not run.streaming:
+        # Not for streaming tasks: a spare warm worker would take every other task, and each
+        # such hand-over fences the running copy in the other worker (kafka_dr.spark.streams)
+        start_workers(spark)
     sink = MetricsSink(run.cfg, run.flow, continuous=run.mode is FlowMode.CONTINUOUS)
     log.info("timeline: metrics sink")
     stop = Stop(opts.stop_file)
