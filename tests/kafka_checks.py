@@ -12,6 +12,9 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
 
 from kafka_dr.core.provenance import Provenance, has_origin, strip_product_headers
 from kafka_dr.kafka import clients
@@ -30,6 +33,17 @@ class Sent:
     value: bytes | None
     headers: tuple
     timestamp_ms: int
+
+
+def narrowed_config(lab, tmp_path: Path, topic: str) -> Path:
+    """The lab's config with every flow narrowed to ``topic`` (tests must not copy each other's
+    topics), written to ``tmp_path``."""
+    doc = yaml.safe_load(lab.config_file.read_text())
+    for f in doc["flows"]:
+        f["topics"] = {"allow": [topic]}
+    path = tmp_path / "kafka-dr.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
 
 
 def varied_rows(tag: str, n: int, partitions: int, t0_ms: int | None = None):

@@ -20,11 +20,10 @@ import uuid
 from pathlib import Path
 
 import pytest
-import yaml
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 
-from kafka_checks import read_topic
+from kafka_checks import narrowed_config, read_topic
 from kafka_dr.core.acl_sync import Acl
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
@@ -33,15 +32,6 @@ from kafka_dr.kafka.topics import ensure_topic
 
 pytestmark = [pytest.mark.lab]
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _config(lab, tmp_path: Path, topic: str) -> Path:
-    doc = yaml.safe_load(lab.config_file.read_text())
-    for f in doc["flows"]:
-        f["topics"] = {"allow": [topic]}
-    path = tmp_path / "kafka-dr.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
 
 
 def _user(cluster, name: str, password: str) -> None:
@@ -116,7 +106,7 @@ def test_synced_acls_let_the_application_work_on_the_target(secure_lab, airflow_
     from kafka_dr.airflow.access_sync_dags import build_acl_sync_dag
 
     lab, _ = secure_lab
-    path = _config(lab, tmp_path, topic_name)
+    path = narrowed_config(lab, tmp_path, topic_name)
     cfg = load_config(path)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     suffix = uuid.uuid4().hex[:6]
@@ -191,7 +181,7 @@ def test_a_source_quota_throttles_the_application_on_the_target(secure_lab, airf
     from kafka_dr.kafka.client_quotas import alter_quotas, describe_quotas
 
     lab, _ = secure_lab
-    path = _config(lab, tmp_path, topic_name)
+    path = narrowed_config(lab, tmp_path, topic_name)
     cfg = load_config(path)
     west = cfg.cluster("west")
     app, pw = f"app-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
@@ -253,7 +243,7 @@ def test_kafka_dr_works_with_exactly_the_acls_it_prints_for_itself(secure_lab, t
     from kafka_dr.workflows.offset_sync import sync_group_offsets
 
     lab, _ = secure_lab
-    path = _config(lab, tmp_path, topic_name)
+    path = narrowed_config(lab, tmp_path, topic_name)
     cfg = load_config(path)
     east = cfg.cluster("east")
     me, pw = f"kafka-dr-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
@@ -357,7 +347,7 @@ def test_parity_names_each_difference_and_failover_refuses_a_target_not_ready(
     from kafka_dr.kafka.client_quotas import alter_quotas
 
     lab, _ = secure_lab
-    path = _config(lab, tmp_path, topic_name)
+    path = narrowed_config(lab, tmp_path, topic_name)
     cfg = load_config(path)
     east = cfg.cluster("east")
     suffix = uuid.uuid4().hex[:6]

@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from kafka_checks import read_topic
+from kafka_checks import narrowed_config, read_topic
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 
@@ -26,15 +25,6 @@ pytestmark = [pytest.mark.lab]
 REPO = Path(__file__).resolve().parents[2]
 #: records/s produced while the job runs, and for how long (several 3 s tasks)
 RATE, PRODUCE_SECONDS = 200, 10
-
-
-def _config(lab, tmp_path: Path, topic: str) -> Path:
-    doc = yaml.safe_load(lab.config_file.read_text())
-    for f in doc["flows"]:
-        f["topics"] = {"allow": [topic]}
-    path = tmp_path / "kafka-dr.yaml"
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return path
 
 
 def _produce_steadily(cluster, topic: str, sent: list[bytes]) -> None:
@@ -54,7 +44,7 @@ def _produce_steadily(cluster, topic: str, sent: list[bytes]) -> None:
 
 def test_streaming_tasks_hand_over_in_one_worker_without_fencing(lab, lab_config, tmp_path, topic_name):
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
-    config = _config(lab, tmp_path, topic_name)
+    config = narrowed_config(lab, tmp_path, topic_name)
     ensure_topic(clients.admin(east), topic_name, partitions=4)
     sent: list[bytes] = []
     producing = threading.Thread(target=_produce_steadily, args=(east, topic_name, sent))
