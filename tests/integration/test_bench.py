@@ -107,7 +107,7 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
             re.findall(
                 r"\[bench\] rawpipe  s100 round [12]/2: [\d,]+ records/s "
                 r".*copied 40,000/40,000, .*CPU busy [\d.]+, own "
-                r"[\d.]+, steal [\d.]+ cores",
+                r"[\d.]+, brokers [\d.]+, steal [\d.]+ cores",
                 out,
             )
         )
@@ -116,6 +116,9 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     # the pipe's own CPU is part of the machine's (a tick of sampling apart; the pipe per core's children are found
     # by the tree walk once a second, longer than its copy of this small backlog may take)
     assert 0 < figures["rawpipe1_s100_cpu_own_cores"] <= figures["rawpipe1_s100_cpu_busy_cores"] + 0.1
+    # the lab's brokers are counted apart: they took part of the machine's CPU, the pipe the rest
+    assert 0 < figures["rawpipe_s100_cpu_broker_cores"] <= figures["rawpipe_s100_cpu_busy_cores"] + 0.1
+    assert figures["rawpipe_s100_cpu_broker_us_per_record"] <= figures["rawpipe_s100_cpu_us_per_record"] + 0.1
     assert isinstance(figures["rawpipe_s100_synced_mb"], int) and isinstance(
         figures["rawpipe_latency1000_synced_mb"], int
     )

@@ -181,6 +181,7 @@ def run(a: argparse.Namespace) -> int:
         warmup_records=preset["warmup_records"] if a.warmup_records is None else a.warmup_records,
         latency_rounds=a.latency_rounds or preset["latency_rounds"],
         backlog_rounds=a.backlog_rounds or preset["backlog_rounds"],
+        brokers=tuple(b.pid for b in lab.status() if b.pid),
     )
     print(table(flat))
     print(json_line(flat), flush=True)

@@ -6,7 +6,9 @@ that leaves a core idle is bound by something else (the raw pipe by its one Pyth
 and a virtual machine whose host takes cycles back (``steal`` in ``/proc/stat``) slows
 whichever system it hits. So every backlog phase reports, over its copy window only (start-up
 excluded), how many cores the machine was busy, how many the system's own process tree used,
-how many were stolen and how many idle, and the machine's busy CPU per record copied.
+how many were stolen and how many idle, and the machine's busy CPU per record copied. The
+lab's brokers are counted apart: the same records cost them more or less depending on how a
+system writes them (batches per request, transactions), and that is part of its cost.
 
 Samples are taken every ``interval`` seconds by a thread (as :mod:`kafka_dr.bench.procmem`
 does for memory); a window's figures come from the samples nearest to its ends. The tree is
@@ -36,6 +38,7 @@ class CpuSample:
     at: float
     machine: tuple[int, ...]  #: user, nice, system, idle, iowait, irq, softirq, steal
     own: dict[int, int]
+    brokers: dict[int, int] | None = None  #: the lab brokers' CPU ticks by pid, when they are known
 
 
 def window_figures(a: CpuSample, b: CpuSample, records: int, ticks: int = TICKS) -> dict:
@@ -49,17 +52,24 @@ def window_figures(a: CpuSample, b: CpuSample, records: int, ticks: int = TICKS)
             "cpu_own_cores": None,
             "cpu_steal_cores": None,
             "cpu_idle_cores": None,
+            "cpu_broker_cores": None,
             "cpu_us_per_record": None,
         }
     d = [(y - x) / ticks / seconds for x, y in zip(a.machine, b.machine)]
     user, nice, system, idle, iowait, irq, softirq, steal = (d + [0.0] * 8)[:8]
     busy = user + nice + system + irq + softirq
     own = sum(v - a.own.get(pid, 0) for pid, v in b.own.items()) / ticks / seconds
+    brokers = None
+    if a.brokers and b.brokers:  # a broker must run through the whole window to be counted
+        brokers = round(
+            sum(v - a.brokers[pid] for pid, v in b.brokers.items() if pid in a.brokers) / ticks / seconds, 2
+        )
     return {
         "cpu_busy_cores": round(busy, 2),
         "cpu_own_cores": round(own, 2),
         "cpu_steal_cores": round(steal, 2),
         "cpu_idle_cores": round(idle + iowait, 2),
+        "cpu_broker_cores": brokers,
         "cpu_us_per_record": round(busy * seconds / records * 1e6, 1) if records > 0 else None,
     }
 
@@ -78,22 +88,29 @@ def _ticks(pid: int) -> int | None:
     return int(rest[11]) + int(rest[12])  # utime + stime
 
 
-def sample(pids: list[int]) -> CpuSample:
-    own = {}
+def _tree_ticks(pids: list[int]) -> dict[int, int]:
+    out = {}
     for p in pids:
         t = _ticks(p)
         if t is not None:
-            own[p] = t
-    return CpuSample(time.monotonic(), _machine(), own)
+            out[p] = t
+    return out
+
+
+def sample(pids: list[int], brokers: tuple[int, ...] = ()) -> CpuSample:
+    return CpuSample(time.monotonic(), _machine(), _tree_ticks(pids), _tree_ticks(list(brokers)) if brokers else None)
 
 
 class CpuWindow(Sampler):
-    """Samples ``pid``'s tree and the machine every ``interval`` seconds until :meth:`stop`
-    (the tree walked every ``tree_interval``); :meth:`figures` then gives a window's
-    :func:`window_figures`."""
+    """Samples ``pid``'s tree, the lab's ``brokers`` (pids) and the machine every ``interval``
+    seconds until :meth:`stop` (the tree walked every ``tree_interval``); :meth:`figures` then
+    gives a window's :func:`window_figures`."""
 
-    def __init__(self, pid: int, interval: float = 0.1, tree_interval: float = 1.0) -> None:
+    def __init__(
+        self, pid: int, brokers: tuple[int, ...] = (), interval: float = 0.1, tree_interval: float = 1.0
+    ) -> None:
         super().__init__(pid, interval)
+        self.brokers = tuple(brokers)
         self.tree_interval = tree_interval
         self.samples: list[CpuSample] = []
         self._pids, self._walked = [pid], float("-inf")
@@ -101,7 +118,7 @@ class CpuWindow(Sampler):
     def tick(self) -> None:
         if time.monotonic() - self._walked >= self.tree_interval:
             self._pids, self._walked = tree(self.pid), time.monotonic()
-        self.samples.append(sample(self._pids))
+        self.samples.append(sample(self._pids, self.brokers))
 
     def figures(self, start: float | None, end: float | None, records: int) -> dict:
         if not self.samples or start is None or end is None:

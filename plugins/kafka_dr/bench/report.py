@@ -33,7 +33,7 @@ BACKLOG_METRICS = (
 )
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb", "p99_ms_by_round")
 #: the ratios of a backlog phase and of a latency phase
-BACKLOG_RATIOS = ("records_per_s", "mb_per_s", "cpu_us_per_record")
+BACKLOG_RATIOS = ("records_per_s", "mb_per_s", "cpu_us_per_record", "cpu_broker_us_per_record")
 LATENCY_RATIOS = ("p50_ms", "p99_ms")
 
 
@@ -80,8 +80,8 @@ def latency_figures(rounds: list[dict]) -> dict:
     return out
 
 
-#: a backlog phase's CPU figures (:mod:`kafka_dr.bench.cpu`), full runs only
-CPU_METRICS = ("cpu_busy_cores", "cpu_own_cores", "cpu_steal_cores", "cpu_idle_cores", "cpu_us_per_record")
+#: a backlog phase's CPU figures (:mod:`kafka_dr.bench.cpu`) weighted by each round's copy window
+CPU_CORES = ("cpu_busy_cores", "cpu_own_cores", "cpu_steal_cores", "cpu_idle_cores")
 
 
 def backlog_figures(rounds: list[dict]) -> dict:
@@ -113,12 +113,18 @@ def backlog_figures(rounds: list[dict]) -> dict:
     timed = [r for r in rounds if r.get("cpu_busy_cores") is not None]
     if timed:
         t = sum(r["copy_seconds"] for r in timed)
-        for m in CPU_METRICS[:4]:
+        for m in CPU_CORES:
             out[m] = round(sum(r[m] * r["copy_seconds"] for r in timed) / t, 2)
-        out["cpu_us_per_record"] = round(
-            sum(r["cpu_busy_cores"] * r["copy_seconds"] for r in timed) / sum(r["records"] for r in timed) * 1e6, 1
-        )
+        out["cpu_us_per_record"] = _per_record(timed, "cpu_busy_cores")
+        if all(r.get("cpu_broker_cores") is not None for r in timed):
+            out["cpu_broker_cores"] = round(sum(r["cpu_broker_cores"] * r["copy_seconds"] for r in timed) / t, 2)
+            out["cpu_broker_us_per_record"] = _per_record(timed, "cpu_broker_cores")
     return out
+
+
+def _per_record(rounds: list[dict], cores: str) -> float:
+    """Microseconds of ``cores`` per record over all ``rounds``."""
+    return round(sum(r[cores] * r["copy_seconds"] for r in rounds) / sum(r["records"] for r in rounds) * 1e6, 1)
 
 
 def mean_timeline(timelines: list[dict[str, float]]) -> dict[str, float]:
@@ -234,11 +240,14 @@ def table(flat: dict) -> str:
             )
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
     if cpu_rows:
-        head = f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'steal':>7}{'idle':>7}{'us/record':>11}"
+        head = (
+            f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'brokers':>8}{'steal':>7}{'idle':>7}{'us/record':>11}"
+            f"{'brokers us/rec':>16}"
+        )
         lines += [
             "",
-            "CPU over the copy window (cores; busy = the whole machine, own = the system's processes; "
-            "us/record = busy CPU per record)",
+            "CPU over the copy window (cores; busy = the whole machine, own = the system's processes, "
+            "brokers = the lab's brokers; us/record = busy CPU per record, brokers us/rec = the brokers' part of it)",
             head,
             "-" * len(head),
         ]
@@ -246,8 +255,9 @@ def table(flat: dict) -> str:
             k = f"{s}_s{size}_cpu_"
             lines.append(
                 f"{s:<9}{size:>7}{_f(flat.get(k + 'busy_cores'), 2):>7}{_f(flat.get(k + 'own_cores'), 2):>7}"
+                f"{_f(flat.get(k + 'broker_cores'), 2):>8}"
                 f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
-                f"{_f(flat.get(k + 'us_per_record'), 1):>11}"
+                f"{_f(flat.get(k + 'us_per_record'), 1):>11}{_f(flat.get(k + 'broker_us_per_record'), 1):>16}"
             )
     steps = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_startup_timeline")]
     if steps:

@@ -123,13 +123,19 @@ def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
 
 
 def backlog_phase(
-    system: System, topic: str, partitions: int, size: int, source_ends: list[int], timeout: float
+    system: System,
+    topic: str,
+    partitions: int,
+    size: int,
+    source_ends: list[int],
+    timeout: float,
+    brokers: tuple[int, ...] = (),
 ) -> dict:
     west = system.target
     started, launched = time.monotonic(), time.time()
     system.start(topic, partitions, continuous=False)
     rss = PeakRss(system.pid).start()
-    cpu = CpuWindow(system.pid).start()
+    cpu = CpuWindow(system.pid, brokers).start()
     try:
         tl = load.watch_arrivals(
             west,
@@ -317,8 +323,10 @@ def run_bench(
     warmup_records: int = 0,
     latency_rounds: int = 1,
     backlog_rounds: int = 1,
+    brokers: tuple[int, ...] = (),
 ) -> dict:
-    """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`)."""
+    """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`).
+    ``brokers``: the lab brokers' pids, whose CPU each backlog's window counts apart."""
     cfg = load_config(config_path)
     run = f"bench.{uuid.uuid4().hex[:6]}"
     with _topics_deleted_after(cfg, run, keep_topics, say):
@@ -356,7 +364,7 @@ def run_bench(
         results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
         for size in sizes:
             for s, r in backlog_rounds_phase(
-                sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds, timeout, say
+                sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds, timeout, say, brokers
             ).items():
                 results[s][f"s{size}"] = r
         for s, phases in latency_rounds_phase(
@@ -420,6 +428,7 @@ def backlog_rounds_phase(
     rounds: int,
     timeout: float,
     say=print,
+    brokers: tuple[int, ...] = (),
 ) -> dict[str, dict]:
     """Every system's backlog of ``size``-byte records in ``rounds`` rounds, in the order of
     :func:`~kafka_dr.bench.report.round_schedule`; each round copies a backlog of its own
@@ -442,7 +451,7 @@ def backlog_rounds_phase(
             synced = disk.write_back()
             step = f"s{size}" if rounds == 1 else f"s{size} round {i + 1}/{rounds}"
             try:
-                r = {**backlog_phase(s, t, partitions, size, ends, timeout), "synced_mb": synced}
+                r = {**backlog_phase(s, t, partitions, size, ends, timeout, brokers), "synced_mb": synced}
             except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
                 failures[s.name] = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False, synced_mb=synced)
                 say(f"[bench] {s.name:<8} {step}: FAILED: {failures[s.name]['error']}")
@@ -452,7 +461,8 @@ def backlog_rounds_phase(
                 f"[bench] {s.name:<8} {step}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
                 f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, "
                 f"peak RSS {r['peak_rss_mb']} MB, {synced} MB synced first; "
-                f"CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, steal {r['cpu_steal_cores']} cores"
+                f"CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, brokers {r['cpu_broker_cores']}, "
+                f"steal {r['cpu_steal_cores']} cores"
             )
     return {s.name: failures.get(s.name) or backlog_figures(done[s.name]) for s in sys_objs}
 

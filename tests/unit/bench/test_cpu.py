@@ -15,8 +15,17 @@ def test_cores_busy_own_stolen_and_idle_over_the_window():
         "cpu_own_cores": 1.15,
         "cpu_steal_cores": 0.1,
         "cpu_idle_cores": 0.3,
+        "cpu_broker_cores": None,
         "cpu_us_per_record": 32.0,
     }  # (150 + 50 + 30) ticks / 2 s; 1.6 cores x 2 s / 100,000 records
+
+
+def test_the_brokers_are_counted_apart_and_only_those_running_through_the_window():
+    a = CpuSample(10.0, (1000, 0, 500, 9000, 100, 0, 0, 50), {11: 300}, {21: 1000, 22: 2000, 23: 5})
+    b = CpuSample(12.0, (1200, 0, 600, 9050, 110, 10, 10, 70), {11: 450}, {21: 1040, 22: 2060, 24: 99})
+    f = window_figures(a, b, records=100_000, ticks=100)
+    assert f["cpu_broker_cores"] == 0.5  # (40 + 60) ticks / 2 s; 23 stopped, 24 started inside the window
+    assert f["cpu_own_cores"] == 0.75
 
 
 def test_no_window_gives_no_figures_rather_than_a_division_by_zero():
@@ -39,6 +48,8 @@ def test_the_table_shows_the_cpu_of_each_backlog_phase_that_has_it():
         "cpu_steal_cores": 0.02,
         "cpu_idle_cores": 0.03,
         "cpu_us_per_record": 21.3,
+        "cpu_broker_cores": 0.5,
+        "cpu_broker_us_per_record": 5.4,
     }
     flat = flatten(
         {
@@ -57,5 +68,5 @@ def test_the_table_shows_the_cpu_of_each_backlog_phase_that_has_it():
     text = table(flat)
     assert "CPU over the copy window" in text
     row = [ln for ln in text.splitlines() if ln.startswith("ours") and "1.96" in ln]
-    assert row and row[0].split()[1:] == ["100", "1.96", "1.40", "0.02", "0.03", "21.3"], row
+    assert row and row[0].split()[1:] == ["100", "1.96", "1.40", "0.50", "0.02", "0.03", "21.3", "5.4"], row
     assert not [ln for ln in text.splitlines() if ln.startswith("rawpipe") and "1.40" in ln]  # no figures, no row

@@ -212,7 +212,11 @@ def test_backlog_rounds_pool_every_record_over_every_window_and_keep_each_rounds
         and r["cpu_idle_cores"] == 0.47
     )
     assert r["cpu_us_per_record"] == 10.0
+    assert "cpu_broker_cores" not in r  # the brokers' pids were not known
     assert backlog_figures([fast, {**slow, "complete": False}])["complete"] is False
+    # the brokers' part the same way: (0.5 x 5 + 0.2 x 10) / 15 cores; 4.5 core-seconds / 2,000,000 records
+    b = backlog_figures([{**fast, "cpu_broker_cores": 0.5}, {**slow, "cpu_broker_cores": 0.2}])
+    assert b["cpu_broker_cores"] == 0.3 and b["cpu_broker_us_per_record"] == 2.2
 
 
 def test_one_backlog_round_gives_its_own_figures_and_the_table_shows_the_rounds():
