@@ -116,6 +116,7 @@ def backlog_figures(rounds: list[dict]) -> dict:
         for m in CPU_CORES:
             out[m] = round(sum(r[m] * r["copy_seconds"] for r in timed) / t, 2)
         out["cpu_us_per_record"] = _per_record(timed, "cpu_busy_cores")
+        out["cpu_us_per_record_by_round"] = [_per_record([r], "cpu_busy_cores") for r in timed]
         if all(r.get("cpu_broker_cores") is not None for r in timed):
             out["cpu_broker_cores"] = round(sum(r["cpu_broker_cores"] * r["copy_seconds"] for r in timed) / t, 2)
             out["cpu_broker_us_per_record"] = _per_record(timed, "cpu_broker_cores")
@@ -242,7 +243,7 @@ def table(flat: dict) -> str:
     if cpu_rows:
         head = (
             f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'brokers':>8}{'steal':>7}{'idle':>7}{'us/record':>11}"
-            f"{'brokers us/rec':>16}"
+            f"{'brokers us/rec':>16}  us/record by round"
         )
         lines += [
             "",
@@ -258,6 +259,7 @@ def table(flat: dict) -> str:
                 f"{_f(flat.get(k + 'broker_cores'), 2):>8}"
                 f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
                 f"{_f(flat.get(k + 'us_per_record'), 1):>11}{_f(flat.get(k + 'broker_us_per_record'), 1):>16}"
+                f"  {' / '.join(_f(v, 1) for v in flat.get(k + 'us_per_record_by_round') or [])}".rstrip()
             )
     steps = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_startup_timeline")]
     if steps:

@@ -50,6 +50,7 @@ def test_the_table_shows_the_cpu_of_each_backlog_phase_that_has_it():
         "cpu_us_per_record": 21.3,
         "cpu_broker_cores": 0.5,
         "cpu_broker_us_per_record": 5.4,
+        "cpu_us_per_record_by_round": [19.0, 23.6],
     }
     flat = flatten(
         {
@@ -68,5 +69,17 @@ def test_the_table_shows_the_cpu_of_each_backlog_phase_that_has_it():
     text = table(flat)
     assert "CPU over the copy window" in text
     row = [ln for ln in text.splitlines() if ln.startswith("ours") and "1.96" in ln]
-    assert row and row[0].split()[1:] == ["100", "1.96", "1.40", "0.50", "0.02", "0.03", "21.3", "5.4"], row
+    assert row and row[0].split()[1:] == [
+        "100",
+        "1.96",
+        "1.40",
+        "0.50",
+        "0.02",
+        "0.03",
+        "21.3",
+        "5.4",
+        "19.0",
+        "/",
+        "23.6",
+    ], row
     assert not [ln for ln in text.splitlines() if ln.startswith("rawpipe") and "1.40" in ln]  # no figures, no row
