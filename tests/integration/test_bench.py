@@ -80,6 +80,8 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
             "0.5",
             "--latency-rounds",
             "2",
+            "--backlog-rounds",
+            "2",
             "--warmup-records",
             "2000",
         ],

@@ -35,7 +35,7 @@ FULL = {
     "warmup_seconds": 30.0,
     "warmup_records": 1_000_000,
     "latency_rounds": 3,
-    "backlog_rounds": 2,
+    "backlog_rounds": 3,
     "systems": SYSTEMS,
 }
 

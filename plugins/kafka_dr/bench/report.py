@@ -16,6 +16,7 @@ p99 are over every round's samples together (:func:`latency_figures`), and
 from __future__ import annotations
 
 import json
+import statistics
 
 #: every system the bench knows, ours first (the ratios are ours / each other one)
 SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe", "rawpipe1")
@@ -33,7 +34,13 @@ BACKLOG_METRICS = (
 )
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb", "p99_ms_by_round")
 #: the ratios of a backlog phase and of a latency phase
-BACKLOG_RATIOS = ("records_per_s", "mb_per_s", "cpu_us_per_record", "cpu_broker_us_per_record")
+BACKLOG_RATIOS = (
+    "records_per_s",
+    "mb_per_s",
+    "cpu_us_per_record",
+    "cpu_us_per_record_median",
+    "cpu_broker_us_per_record",
+)
 LATENCY_RATIOS = ("p50_ms", "p99_ms")
 
 
@@ -117,6 +124,7 @@ def backlog_figures(rounds: list[dict]) -> dict:
             out[m] = round(sum(r[m] * r["copy_seconds"] for r in timed) / t, 2)
         out["cpu_us_per_record"] = _per_record(timed, "cpu_busy_cores")
         out["cpu_us_per_record_by_round"] = [_per_record([r], "cpu_busy_cores") for r in timed]
+        out["cpu_us_per_record_median"] = round(statistics.median(out["cpu_us_per_record_by_round"]), 1)
         if all(r.get("cpu_broker_cores") is not None for r in timed):
             out["cpu_broker_cores"] = round(sum(r["cpu_broker_cores"] * r["copy_seconds"] for r in timed) / t, 2)
             out["cpu_broker_us_per_record"] = _per_record(timed, "cpu_broker_cores")

@@ -212,6 +212,10 @@ def test_backlog_rounds_pool_every_record_over_every_window_and_keep_each_rounds
         and r["cpu_idle_cores"] == 0.47
     )
     assert r["cpu_us_per_record"] == 10.0 and r["cpu_us_per_record_by_round"] == [10.0, 10.0]
+    # a round the machine slowed moves the pooled figure, not the median of three
+    three = backlog_figures([fast, slow, {**fast, "cpu_busy_cores": 4.0}])
+    assert three["cpu_us_per_record_by_round"] == [10.0, 10.0, 20.0] and three["cpu_us_per_record_median"] == 10.0
+    assert three["cpu_us_per_record"] == 13.3  # 40 core-seconds over 3,000,000 records
     assert "cpu_broker_cores" not in r  # the brokers' pids were not known
     assert backlog_figures([fast, {**slow, "complete": False}])["complete"] is False
     # the brokers' part the same way: (0.5 x 5 + 0.2 x 10) / 15 cores; 4.5 core-seconds / 2,000,000 records
