@@ -15,14 +15,14 @@ does for memory); a window's figures come from the samples nearest to its ends. 
 walked once a second (a walk reads every process of the machine, 4.5 ms here: every 0.1 s it
 would take 0.05 of a core from the systems measured), so a worker started later counts from
 the next walk on, with all of its CPU since it started; a process that exits inside the
-window takes its CPU with it (none of the systems' processes do until they are stopped).
+window keeps the CPU it was last seen with (the pipe per core's processes end with the copy).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kafka_dr.bench.procmem import PROC, Sampler, tree
 
@@ -88,7 +88,7 @@ def _ticks(pid: int) -> int | None:
     return int(rest[11]) + int(rest[12])  # utime + stime
 
 
-def _tree_ticks(pids: list[int]) -> dict[int, int]:
+def _ticks_of(pids: list[int]) -> dict[int, int]:
     out = {}
     for p in pids:
         t = _ticks(p)
@@ -98,7 +98,7 @@ def _tree_ticks(pids: list[int]) -> dict[int, int]:
 
 
 def sample(pids: list[int], brokers: tuple[int, ...] = ()) -> CpuSample:
-    return CpuSample(time.monotonic(), _machine(), _tree_ticks(pids), _tree_ticks(list(brokers)) if brokers else None)
+    return CpuSample(time.monotonic(), _machine(), _ticks_of(pids), _ticks_of(list(brokers)) if brokers else None)
 
 
 class CpuWindow(Sampler):
@@ -114,11 +114,16 @@ class CpuWindow(Sampler):
         self.tree_interval = tree_interval
         self.samples: list[CpuSample] = []
         self._pids, self._walked = [pid], float("-inf")
+        self._last: dict[int, int] = {}  #: every process of the tree seen so far, with its last ticks
 
     def tick(self) -> None:
         if time.monotonic() - self._walked >= self.tree_interval:
             self._pids, self._walked = tree(self.pid), time.monotonic()
-        self.samples.append(sample(self._pids, self.brokers))
+        s = sample(self._pids, self.brokers)
+        # a process that exited keeps its last ticks: a pipe's children end with the copy, often
+        # before the sample nearest to its end, and their CPU must not leave the window with them
+        self._last.update(s.own)
+        self.samples.append(replace(s, own=dict(self._last)))
 
     def figures(self, start: float | None, end: float | None, records: int) -> dict:
         if not self.samples or start is None or end is None:

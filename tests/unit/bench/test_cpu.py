@@ -1,6 +1,11 @@
 """The bench's CPU figures over a copy window (kafka_dr.bench.cpu), from literal samples."""
 
-from kafka_dr.bench.cpu import CpuSample, window_figures
+import os
+import subprocess
+import sys
+import time
+
+from kafka_dr.bench.cpu import CpuSample, CpuWindow, window_figures
 from kafka_dr.bench.report import flatten, table
 
 
@@ -83,3 +88,18 @@ def test_the_table_shows_the_cpu_of_each_backlog_phase_that_has_it():
         "23.6",
     ], row
     assert not [ln for ln in text.splitlines() if ln.startswith("rawpipe") and "1.40" in ln]  # no figures, no row
+
+
+def test_a_process_that_exits_inside_the_window_keeps_its_cpu():
+    # a real child burns about 0.4 s of CPU and exits before the window's end sample is taken
+    window = CpuWindow(os.getpid(), interval=0.02, tree_interval=0.02).start()
+    time.sleep(0.1)
+    start = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"]
+    )
+    time.sleep(0.2)
+    end = time.monotonic()
+    window.stop()
+    f = window.figures(start, end, records=1)
+    assert f["cpu_own_cores"] * (end - start) >= 0.3, f
