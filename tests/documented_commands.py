@@ -165,6 +165,10 @@ COMMANDS: dict[str, Check] = {
         " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 3 --warmup-records 0"
     ): Check(PARSED, covered_by=BENCH),
     (
+        ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 1000000 --sizes 1024 --latency-rates 1000"
+        " --latency-seconds 1 --latency-warmup 0 --latency-rounds 1 --backlog-rounds 4 --warmup-records 0"
+    ): Check(PARSED, covered_by=BENCH),
+    (
         ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 3000000 --sizes 100 --latency-rates 1000"
         " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
     ): Check(PARSED, covered_by=BENCH),
