@@ -17,7 +17,8 @@ from kafka_dr.bench.report import SYSTEMS
 #: Full runs measure latency in three rounds, every other one in reverse order
 #: (report.round_schedule), each rate 30 s unmeasured and then 60 s measured per round: long
 #: enough for a JVM's compiler to settle and for our streaming task's hand-over to fall inside.
-#: Each size's backlog is copied in two rounds (a fresh backlog of the same records per round).
+#: Each size's backlog is copied in three rounds (a fresh backlog of the same records per round),
+#: so that one round the machine slowed does not set the median round's CPU per record.
 QUICK = {
     "records": 5_000,
     "latency_rates": (1000,),
