@@ -119,16 +119,20 @@ def backlog_figures(rounds: list[dict]) -> dict:
         out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
     timed = [r for r in rounds if r.get("cpu_busy_cores") is not None]
     if timed:
-        t = sum(r["copy_seconds"] for r in timed)
         for m in CPU_CORES:
-            out[m] = round(sum(r[m] * r["copy_seconds"] for r in timed) / t, 2)
+            out[m] = _weighted(timed, m)
         out["cpu_us_per_record"] = _per_record(timed, "cpu_busy_cores")
         out["cpu_us_per_record_by_round"] = [_per_record([r], "cpu_busy_cores") for r in timed]
         out["cpu_us_per_record_median"] = round(statistics.median(out["cpu_us_per_record_by_round"]), 1)
         if all(r.get("cpu_broker_cores") is not None for r in timed):
-            out["cpu_broker_cores"] = round(sum(r["cpu_broker_cores"] * r["copy_seconds"] for r in timed) / t, 2)
+            out["cpu_broker_cores"] = _weighted(timed, "cpu_broker_cores")
             out["cpu_broker_us_per_record"] = _per_record(timed, "cpu_broker_cores")
     return out
+
+
+def _weighted(rounds: list[dict], cores: str) -> float:
+    """``cores`` over all ``rounds``, each weighted by its copy window."""
+    return round(sum(r[cores] * r["copy_seconds"] for r in rounds) / sum(r["copy_seconds"] for r in rounds), 2)
 
 
 def _per_record(rounds: list[dict], cores: str) -> float:

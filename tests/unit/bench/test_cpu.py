@@ -95,9 +95,8 @@ def test_a_process_that_exits_inside_the_window_keeps_its_cpu():
     window = CpuWindow(os.getpid(), interval=0.02, tree_interval=0.02).start()
     time.sleep(0.1)
     start = time.monotonic()
-    subprocess.run(
-        [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"]
-    )
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
+    subprocess.run([sys.executable, "-c", burn], check=True)
     time.sleep(0.2)
     end = time.monotonic()
     window.stop()
