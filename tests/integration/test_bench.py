@@ -54,10 +54,11 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
 
 def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, lab_config):
     """The full run's path (one system after another), the raw pipes only and small: the
-    unmeasured warm-up copy happens before the first measured phase, and its topics go with the
-    run's. Every measured phase starts with the dirty page cache written out, and says how much;
-    the backlog is measured in two rounds and the latency at two rates in two rounds (the
-    one-process pipe: throughput only); a backlog's CPU is accounted, and its launch-to-done."""
+    unmeasured warm-up copies (the brokers', then one per system) happen before the first
+    measured phase, and their topics go with the run's. Every measured phase starts with the
+    dirty page cache written out, and says how much; the backlog is measured in two rounds and
+    the latency at two rates in two rounds (the one-process pipe: throughput only); a backlog's
+    CPU is accounted, and its launch-to-done."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -93,9 +94,14 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
     out = proc.stdout
     warmed = re.search(r"brokers warmed up .*: 2,000 records produced and copied, ([\d,]+) transactions", out)
     assert warmed and int(warmed.group(1).replace(",", "")) > 0, out[-2000:]
-    assert out.index("brokers warmed up") < out.index("[bench] rawpipe  s100 round 1/2:"), (
-        "warm-up before the first measured phase"
-    )
+    first_measured = out.index("[bench] rawpipe  s100 round 1/2:")
+    assert out.index("brokers warmed up") < first_measured, "warm-up before the first measured phase"
+    # then every system copies an unmeasured backlog of its own, all of it, before anything is measured
+    for pipe in ("rawpipe ", "rawpipe1"):
+        line = re.search(
+            rf"\[bench\] {pipe} warmed up \(not measured\): copied 2,000/2,000, launch-to-done [\d.]+s", out
+        )
+        assert line and line.start() < first_measured, out[-3000:]
     figures = json.loads(out.strip().splitlines()[-1])
     # the backlog in two rounds, each a fresh backlog of 40,000 records copied completely (long enough a window for CPU
     # samples inside it); the warm-up's records are not counted
