@@ -108,7 +108,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--warmup-records",
         type=int,
         default=None,
-        help=f"unmeasured records through both brokers, then through each system, first (default {FULL['warmup_records']:,}; --quick: 0)",
+        help=(
+            "unmeasured records through both brokers, then through each system, first "
+            f"(default {FULL['warmup_records']:,}; --quick: 0)"
+        ),
     )
     p.add_argument(
         "--scale-out",
