@@ -87,13 +87,9 @@ def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, ti
     measured phase: ``records`` records produced on ``east`` and copied to ``west`` by the raw
     pipe, then :data:`WARMUP_TRANSACTION_SECONDS` of small transactions on ``west``.
 
-    Why: a broker's JVM compiles its hot code during its first minute of each kind of traffic.
-    Measured per thread on a lab the bench had just started, the brokers' C2 compiler threads
-    took 0.6-1 of this machine's 2 cores for about 30 s, and the first system measured (ours,
-    at 100 B) paid for it. Transactions are a path of their own: on a fresh lab our first
-    latency run had p50 104 ms in its first 10 s and 59 ms in its last, and the next run on
-    the same brokers 51-60 ms throughout. Every system's own start-up (JVM, Spark) stays in
-    its figures as before."""
+    Why: a broker's JVM compiles its hot code during its first minute of each kind of traffic,
+    transactions a path of their own, and the first system measured paid for it
+    (docs/benchmarks.md, "Warmed brokers and systems")."""
     east, west = cfg.cluster("east"), cfg.cluster("west")
     topic = f"{run}.warmup"
     e_admin = AdminClient(client_config(east))
@@ -118,13 +114,9 @@ def warm_systems(
     """Every system, in the order given, copies one unmeasured backlog of ``records`` 100-byte
     records from ``topic`` (each into its own target topic), start-up to stop.
 
-    Why: the first measured launch of a run paid for what no later one did. The brokers compile
-    the code of each system's produce path (transactional produce at volume for ours and MM2's
-    exactly-once mode) on its first use, and a launch reads its JVM and libraries from disk
-    the first time. Measured on a fresh lab, ours' first 100 B round took 5.4-5.7 us of CPU per
-    record against 4.0-4.9 in later rounds, and its first launch 9.8-10.6 s to the first record
-    against 7.6-9.1; MM2's brokers' part fell over its rounds the same way. A warm-up of every
-    system gives each one's first measured round what its later rounds have."""
+    Why: otherwise each system's first measured round pays alone for the brokers compiling its
+    produce path and for its first launch reading the JVM and libraries from disk
+    (docs/benchmarks.md, "Warmed brokers and systems")."""
     ensure_topic(e_admin, topic, partitions)
     load.produce_backlog(sys_objs[0].source, topic, records, 100, partitions)
     ends = load.end_offsets(e_admin, topic, partitions)
