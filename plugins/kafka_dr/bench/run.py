@@ -82,6 +82,16 @@ WARMUP_TRANSACTION_SECONDS = 30.0
 NO_LATENCY = frozenset({"rawpipe1"})
 
 
+def fresh_backlog(
+    admin: AdminClient, cluster, topic: str, records: int, size: int, partitions: int
+) -> tuple[float, list[int]]:
+    """``topic`` created on ``cluster`` (``admin``'s) and filled with ``records`` records of
+    ``size`` bytes; returns the seconds producing took and the partitions' end offsets."""
+    ensure_topic(admin, topic, partitions)
+    secs = load.produce_backlog(cluster, topic, records, size, partitions)
+    return secs, load.end_offsets(admin, topic, partitions)
+
+
 def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, timeout: float, say=print) -> None:
     """Unmeasured traffic of every kind the systems send, through both brokers, before the first
     measured phase: ``records`` records produced on ``east`` and copied to ``west`` by the raw
@@ -92,12 +102,9 @@ def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, ti
     (docs/benchmarks.md, "Warmed brokers and systems")."""
     east, west = cfg.cluster("east"), cfg.cluster("west")
     topic = f"{run}.warmup"
-    e_admin = AdminClient(client_config(east))
-    ensure_topic(e_admin, topic, partitions)
     ensure_topic(AdminClient(client_config(west)), f"{topic}.txn", partitions)
     t0 = time.monotonic()
-    load.produce_backlog(east, topic, records, 100, partitions)
-    ends = load.end_offsets(e_admin, topic, partitions)
+    _, ends = fresh_backlog(AdminClient(client_config(east)), east, topic, records, 100, partitions)
     backlog_phase(RawPipe(cfg, workdir), topic, partitions, 100, ends, timeout)
     txns = load.transactional_traffic(
         west, f"{topic}.txn", partitions, WARMUP_TRANSACTION_SECONDS, group=f"{topic}.txn"
@@ -117,11 +124,8 @@ def warm_systems(
     Why: otherwise each system's first measured round pays alone for the brokers compiling its
     produce path and for its first launch reading the JVM and libraries from disk
     (docs/benchmarks.md, "Warmed brokers and systems")."""
-    ensure_topic(e_admin, topic, partitions)
-    load.produce_backlog(sys_objs[0].source, topic, records, 100, partitions)
-    ends = load.end_offsets(e_admin, topic, partitions)
+    _, ends = fresh_backlog(e_admin, sys_objs[0].source, topic, records, 100, partitions)
     for s in sys_objs:
-        disk.write_back()
         try:
             r = backlog_phase(s, topic, partitions, 100, ends, timeout)
         except Exception as e:  # noqa: BLE001 - the measured round reports a failing system in full
@@ -464,10 +468,8 @@ def backlog_rounds_phase(
     failures: dict[str, dict] = {}
     for i, order in enumerate(round_schedule(sys_objs, rounds)):
         t = topic if i == 0 else f"{topic}.r{i}"
-        ensure_topic(e_admin, t, partitions)
-        secs = load.produce_backlog(east, t, records, size, partitions)
+        secs, ends = fresh_backlog(e_admin, east, t, records, size, partitions)
         say(f"[bench] {t}: {records:,} records of {size} B produced in {secs:.1f}s")
-        ends = load.end_offsets(e_admin, t, partitions)
         for s in order:
             if s.name in failures:
                 continue
