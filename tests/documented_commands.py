@@ -185,6 +185,11 @@ COMMANDS: dict[str, Check] = {
         " --latency-seconds 60 --latency-warmup 30 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
     ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench --quick": Check(PARSED, covered_by=BENCH),
+    # docs/data-quality.md: 2M records per side produced, replicated and compared; the test runs 3,000
+    (
+        ".venv/bin/python -m kafka_dr.dq.bench --config .lab/kafka-dr.yaml --records 1000000 --partitions 4"
+        ' --master "local[2]"'
+    ): Check(PARSED, covered_by="tests/integration/test_data_quality.py"),
     ".venv/bin/kafka-dr bench --scale-out": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --scale-out --quick": Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.spark.class_archive": Check(

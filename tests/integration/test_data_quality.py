@@ -10,6 +10,8 @@ the local SMTP receiver and the webhook.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -393,3 +395,37 @@ def test_incremental_runs_compare_only_what_is_new(lab, lab_config, spark, tmp_p
         assert not [ln for ln in bad.failures if "no_unexpected" in ln or "no_missing" in ln], bad.summary()
         assert bad.figures["watermarks_written"] == 3, bad.figures
     assert not run_data_quality(cfg, spark, publish_results=False, full=True).success  # a full sweep agrees
+
+
+def test_the_data_quality_bench_times_every_kind_of_run(lab):
+    """``python -m kafka_dr.dq.bench``, short: full runs cold and warm, one with nothing new
+    (no Spark), then one over the new records alone, each compared and passed."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafka_dr.dq.bench",
+            "--config",
+            str(lab.config_file),
+            "--records",
+            "3000",
+            "--partitions",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    runs = [
+        (r["full"], r["records_source"], r["records_target"], r["windows_read"], r["success"])
+        for r in report["dq_runs"]
+    ]
+    assert runs == [
+        (True, 3000, 3000, 2, True),
+        (True, 3000, 3000, 2, True),
+        (False, 0, 0, 0, True),
+        (False, 3000, 3000, 2, True),
+    ]
+    assert report["dq_runs"][3]["windows_from_watermark"] == 2, report

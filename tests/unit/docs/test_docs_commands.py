@@ -32,6 +32,13 @@ def test_long_running_commands_parse_and_validate(command):
         assert all(re.search(rf"^{re.escape(t)}:", (REPO / "Makefile").read_text(), re.M) for t in argv[1:]), command
         assert (REPO / COMMANDS[command].covered_by).exists()
         return
+    if argv[0].endswith("/python") and argv[2] == "kafka_dr.dq.bench":
+        from kafka_dr.dq.bench import build_parser as dq_bench_parser
+
+        args = dq_bench_parser().parse_args(argv[3:])
+        assert args.records > 0 and args.partitions > 0, command
+        assert (REPO / COMMANDS[command].covered_by).exists()
+        return
     if argv[0].endswith("/python"):  # python -m kafka_dr.bench ...
         argv = ["bench", *argv[3:]]
     else:
