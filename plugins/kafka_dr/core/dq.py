@@ -15,7 +15,7 @@ computed, so they live here:
 - **window**: the offsets compared, closed at the replicated watermark (:class:`PartitionWindow`),
   so records still in flight are not reported as missing;
 - **compacted topics**: each cluster's log cleaner drops superseded values on its own
-  schedule, so there only the latest record of each key is compared (``kafka_dr.spark.compacted``).
+  schedule, so there only the latest record of each key is compared (``kafka_dr.core.window_tally``).
 
 Nothing here does I/O.
 """
