@@ -1,12 +1,13 @@
-"""Run one flow as a Spark Structured Streaming query, supervised.
+"""Run one flow with Spark, supervised.
 
-``incremental`` copies what is there (``trigger(availableNow=True)``) and returns;
-``continuous`` runs micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop
-file, finishing the batch in flight before it stops (:mod:`kafka_dr.spark.supervision`).
-A failed query is restarted with exponential backoff up to ``max_restarts`` times, resuming
-from the progress committed in Kafka, so nothing is lost or copied twice; a failure no restart
-cures stops the job at once (docs/replication.md, "Failures"). Each micro-batch's rows go to
-the log and the metrics topic (:mod:`kafka_dr.spark.metrics_sink`).
+``incremental`` copies what is there in one Spark job of range tasks and returns
+(:mod:`kafka_dr.spark.range_job`); ``continuous`` is a Structured Streaming query that runs
+micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop file, finishing the
+batch in flight before it stops (:mod:`kafka_dr.spark.supervision`). A failed run is restarted
+with exponential backoff up to ``max_restarts`` times, resuming from the progress committed in
+Kafka, so nothing is lost or copied twice; a failure no restart cures stops the job at once
+(docs/replication.md, "Failures"). Each batch's rows go to the log and the metrics topic
+(:mod:`kafka_dr.spark.metrics_sink`).
 
     run_flow: load_flow -> Spark session -> MetricsSink -> signals -> _restart_loop(_attempt)
 """
@@ -141,8 +142,9 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             run.cfg, f"kafka-dr-{run.flow.name}", opts.master, driver_java_options(opts.master, run.cfg.spark.conf)
         )
         log.info("timeline: spark up")
-    spark.dataSource.register(ReplicationSource)
-    if not run.streaming:
+    if run.mode is not FlowMode.INCREMENTAL:  # an incremental run is a plain Spark job (range_job)
+        spark.dataSource.register(ReplicationSource)
+    if run.mode is FlowMode.CONTINUOUS and not run.streaming:
         # Not for streaming tasks: a spare warm worker would take every other task, and each
         # such hand-over fences the running copy in the other worker (kafka_dr.spark.streams)
         start_workers(spark)
@@ -282,6 +284,12 @@ def _attempt(spark, run: FlowRun, sink: MetricsSink, stop: Stop, deadline: float
     checkpoint = tempfile.mkdtemp(prefix=f"kafka-dr-{run.flow.name}-")
     stop.marker = os.path.join(checkpoint, "stop")  # streaming tasks watch it (local executors see it)
     try:
+        if run.mode is FlowMode.INCREMENTAL:  # one batch: a Spark job, no streaming query (range_job)
+            from kafka_dr.spark.range_job import run_ranges
+
+            log.info("flow %s: incremental run started (%s -> %s)", run.flow.name, run.flow.source, run.flow.target)
+            run_ranges(spark, _source_options(spark, run, stop.marker), sink, stop, deadline)
+            return None
         query = _start_query(spark, run, sink, checkpoint, stop.marker)
         log.info(
             "flow %s: %s query started (%s -> %s)", run.flow.name, run.mode.value, run.flow.source, run.flow.target
@@ -302,8 +310,15 @@ def _attempt(spark, run: FlowRun, sink: MetricsSink, stop: Stop, deadline: float
 
 def _start_query(spark, run: FlowRun, sink: MetricsSink, checkpoint: str, marker: str):
     """Start the flow's query over the replication source (:mod:`kafka_dr.spark.source`)."""
+    reader = spark.readStream.format("kafka_dr_replication").options(**_source_options(spark, run, marker)).load()
+    writer = reader.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
+    return writer.trigger(processingTime=f"{run.opts.trigger_seconds} seconds").start()
+
+
+def _source_options(spark, run: FlowRun, marker: str) -> dict[str, str]:
+    """The replication source's options (:mod:`kafka_dr.spark.source`) for this run."""
     o = run.opts
-    options = {
+    return {
         "config": str(Path(o.config).resolve()),
         "flow": run.flow.name,
         "allow_reset": str(o.allow_reset).lower(),
@@ -317,11 +332,6 @@ def _start_query(spark, run: FlowRun, sink: MetricsSink, checkpoint: str, marker
         # fixed ranges: one task per core Spark has (spark.default.parallelism), not per partition
         "range_tasks": str(spark.sparkContext.defaultParallelism),
     }
-    reader = spark.readStream.format("kafka_dr_replication").options(**options).load()
-    writer = reader.writeStream.foreachBatch(sink).option("checkpointLocation", checkpoint)
-    if run.mode is FlowMode.INCREMENTAL:
-        return writer.trigger(availableNow=True).start()
-    return writer.trigger(processingTime=f"{o.trigger_seconds} seconds").start()
 
 
 def alert_restart(

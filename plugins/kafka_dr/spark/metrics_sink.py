@@ -68,8 +68,11 @@ class MetricsSink:
     def __call__(self, df, batch_id: int) -> None:
         from kafka_dr.spark.source import FIELDS
 
-        for row in df.collect():
-            d = {k: row[k] for k in FIELDS}
+        self.record([{k: row[k] for k in FIELDS} for row in df.collect()], batch_id)
+
+    def record(self, rows: list[dict], batch_id: int) -> None:
+        """One micro-batch's (or an incremental run's) metrics rows, as dicts of the source's fields."""
+        for d in rows:
             d["batch"] = batch_id
             d["at_ms"] = int(time.time() * 1000)
             self._publish(d)

@@ -211,6 +211,11 @@ class ReplicationStreamReader(DataSourceStreamReader):
         mark_once("task started")
         import_output_path_once()  # before the copy starts, not when its rows go back (see there)
         mark_once("task warmed")
+        yield from self.rows(partition)
+
+    def rows(self, partition) -> Iterator[tuple]:
+        """Copy ``partition`` (a range, a share of ranges, or a streaming task's partitions):
+        one metrics row per range, as tuples of :data:`FIELDS`."""
         if isinstance(partition, StreamPartition):
             rows = self._stream(partition)
         elif isinstance(partition, RangeShare):
