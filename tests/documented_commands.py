@@ -177,10 +177,6 @@ COMMANDS: dict[str, Check] = {
         " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
     ): Check(PARSED, covered_by=BENCH),
     (
-        ".venv/bin/kafka-dr bench --systems ours,mm2 --records 1000000 --sizes 100 --latency-rates 1000"
-        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 3"
-    ): Check(PARSED, covered_by=BENCH),
-    (
         ".venv/bin/kafka-dr bench --systems ours --records 20000 --sizes 100 --latency-rates 5000"
         " --latency-seconds 60 --latency-warmup 30 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
     ): Check(PARSED, covered_by=BENCH),
