@@ -100,15 +100,14 @@ class WindowTally:
         ident: Identity,
         digest: int,
         timestamp_ms: int,
-        own_cluster: str,
         key_hash: int | None = None,
     ) -> None:
-        """One target record; ``own_cluster`` is the target's name (provenance naming it is a loop)."""
+        """One target record (provenance naming the target itself is a loop: ``self_origin``)."""
         w = self.window
         if origin.present:
             if origin.malformed:
                 self.malformed += 1
-            if origin.cluster == own_cluster:
+            if origin.cluster == w.target:
                 self.self_origin += 1
         ours = (
             origin.present

@@ -215,7 +215,7 @@ def _target_feed(w: PartitionWindow, tally):
             origin = read_origin(headers) if headers else none
             ident = identity(origin, here, topic, p, off)
             digest = record_digest(key, m.value(), headers, ts)
-            add(off, origin, ident, digest, ts, here, key_digest(key) if compacted else None)
+            add(off, origin, ident, digest, ts, key_digest(key) if compacted else None)
 
     return feed
 

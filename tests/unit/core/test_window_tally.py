@@ -32,7 +32,7 @@ def origin(offset: int, cluster: str = "east", first_ms: int = NOW + 10) -> Orig
 def copy(tally: WindowTally, at: int, src_offset: int, digest: int | None = None, **kw) -> None:
     """A target record at ``at`` that is a copy of source offset ``src_offset``."""
     o = origin(src_offset, **kw)
-    tally.target(at, o, identity(o, "west", "t", 0, at), 100 + src_offset if digest is None else digest, NOW, "west")
+    tally.target(at, o, identity(o, "west", "t", 0, at), 100 + src_offset if digest is None else digest, NOW)
 
 
 def sourced(tally: WindowTally, offsets) -> None:
@@ -82,9 +82,9 @@ def test_copies_of_records_the_flow_did_not_copy_are_unexpected_and_in_flight_on
     copy(t, 3, 4)
     copy(t, 4, 9)  # at or past limit: the flow cannot have written it
     forged = Origin("east", "t", 0, 6, None)
-    t.target(5, forged, identity(forged, "west", "t", 0, 5), 1, NOW, "west")
+    t.target(5, forged, identity(forged, "west", "t", 0, 5), 1, NOW)
     local = Origin()
-    t.target(6, local, ("west", "t", 0, 6), 1, NOW, "west")  # written on the target itself: not compared
+    t.target(6, local, ("west", "t", 0, 6), 1, NOW)  # written on the target itself: not compared
     r = t.row()
     assert (r["unexpected"], r["missing"], r["target_count"], r["first_in_flight"]) == (3, 0, 4, 2)
 
@@ -111,9 +111,9 @@ def test_an_unexpected_record_resets_the_order_check():
 def test_self_origin_and_malformed_provenance_are_counted_over_every_target_record():
     t = WindowTally(window())
     looped = Origin("west", "t", 0, 1, NOW)
-    t.target(0, looped, identity(looped, "west", "t", 0, 0), 1, NOW, "west")
+    t.target(0, looped, identity(looped, "west", "t", 0, 0), 1, NOW)
     broken = Origin(cluster="?", malformed=True)
-    t.target(1, broken, identity(broken, "west", "t", 0, 1), 1, NOW, "west")
+    t.target(1, broken, identity(broken, "west", "t", 0, 1), 1, NOW)
     r = t.row()
     assert (r["self_origin"], r["malformed_provenance"], r["unexpected"]) == (1, 1, 0)
 
@@ -124,10 +124,10 @@ def test_records_the_source_received_with_provenance_match_by_their_first_origin
     t.source(0, first, 5)
     t.source(1, ("mid", "t", 0, 1), 6)
     o = Origin(*first, NOW)
-    t.target(7, o, identity(o, "west", "t", 0, 7), 5, NOW, "west")
-    t.target(8, o, identity(o, "west", "t", 0, 8), 5, NOW, "west")
+    t.target(7, o, identity(o, "west", "t", 0, 7), 5, NOW)
+    t.target(8, o, identity(o, "west", "t", 0, 8), 5, NOW)
     mine = Origin("mid", "t", 0, 1, NOW)
-    t.target(9, mine, identity(mine, "west", "t", 0, 9), 6, NOW, "west")
+    t.target(9, mine, identity(mine, "west", "t", 0, 9), 6, NOW)
     r = t.row()
     assert (r["missing"], r["duplicated"], r["unexpected"], r["source_count"], r["target_count"]) == (0, 1, 0, 2, 3)
 
@@ -178,7 +178,7 @@ def test_a_compacted_window_reports_per_key_figures_and_per_record_duplicates():
     t.source(2, ("east", "t", 0, 2), 102, key_hash=2, tombstone=True)
     o = origin(1)
     for at in (0, 1):  # the cleaner kept the latest value of key 1, twice (a duplicate); key 2 is gone
-        t.target(at, o, identity(o, "west", "t", 0, at), 101, NOW, "west", key_hash=1)
+        t.target(at, o, identity(o, "west", "t", 0, at), 101, NOW, key_hash=1)
     r = t.row()
     assert (r["source_count"], r["target_count"], r["missing"], r["unexpected"], r["duplicated"]) == (2, 2, 0, 0, 1)
     assert r["source_checksum"] == r["target_checksum"] == str(101 + 102)
