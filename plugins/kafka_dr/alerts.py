@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import smtplib
+import ssl
 import urllib.request
 from email.message import EmailMessage
 
@@ -36,8 +37,8 @@ def send_email(alerts: Alerts, subject: str, body: str, resolve=None) -> None:
     msg["Subject"], msg["From"], msg["To"] = subject, e.sender, ", ".join(e.to)
     msg.set_content(body)
     with smtplib.SMTP(e.smtp_host, e.smtp_port, timeout=15) as smtp:
-        if e.starttls:
-            smtp.starttls()
+        if e.starttls:  # the server's certificate and name are verified before any login
+            smtp.starttls(context=ssl.create_default_context(cafile=e.ca_file))
         if e.username:
             password = e.password
             if password is not None and not isinstance(password, str):

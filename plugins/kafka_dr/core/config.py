@@ -169,6 +169,8 @@ class EmailAlert:
     username: str | None = None
     password: SecretRef | str | None = field(default=None, repr=False)
     starttls: bool = False
+    #: PEM file of the CAs that sign the SMTP server's certificate (the system's CAs when unset)
+    ca_file: str | None = None
 
 
 @dataclass(frozen=True)

@@ -313,7 +313,7 @@ def parse_alerts(ctx: ParseContext, raw: Any) -> Alerts:
         e = ctx.mapping(
             a["email"],
             "alerts.email",
-            {"smtp_host", "smtp_port", "from", "to", "username", "password", "starttls"},
+            {"smtp_host", "smtp_port", "from", "to", "username", "password", "starttls", "ca_file"},
             required={"smtp_host", "to"},
         )
         to = e.get("to")
@@ -332,6 +332,7 @@ def parse_alerts(ctx: ParseContext, raw: Any) -> Alerts:
             username=ctx.typed(e.get("username"), "alerts.email.username", str),
             password=parse_ref(password) or (str(password) if password is not None else None),
             starttls=ctx.typed(e.get("starttls"), "alerts.email.starttls", bool, False),
+            ca_file=ctx.typed(e.get("ca_file"), "alerts.email.ca_file", str),
         )
     webhook = None
     if a.get("webhook") is not None:

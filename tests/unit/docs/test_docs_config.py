@@ -40,7 +40,10 @@ def test_section_keys():
     assert table_keys("schedules") == set(Schedules.__dataclass_fields__)
     assert table_keys("thresholds") == set(Thresholds.__dataclass_fields__)
     assert table_keys("alerts") == {
-        *(f"email.{k}" for k in ("smtp_host", "smtp_port", "from", "to", "username", "password", "starttls")),
+        *(
+            f"email.{k}"
+            for k in ("smtp_host", "smtp_port", "from", "to", "username", "password", "starttls", "ca_file")
+        ),
         "webhook.url",
     }
     assert table_keys("spark") == {"master", "connection", "conf"}
