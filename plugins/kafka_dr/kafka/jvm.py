@@ -8,6 +8,7 @@ broker, tools and MirrorMaker 2 this way; the client-quota helper only Kafka's c
 
 from __future__ import annotations
 
+import fcntl
 import re
 import shutil
 import subprocess
@@ -49,6 +50,18 @@ def fetch(pom: Path, name: str, version: str, expect: str) -> Path:
     marker = dest / ".complete"
     if marker.exists():
         return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # processes on one host (parallel tasks, test workers) fetch one at a time: the first
+    # fills the folder, the others find it complete
+    with open(dest.parent / f"{name}-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            return dest
+        return _download(pom, dest, version, expect)
+
+
+def _download(pom: Path, dest: Path, version: str, expect: str) -> Path:
+    marker = dest / ".complete"
     mvn = shutil.which("mvn")
     if mvn is None:
         raise JavaPrerequisiteMissing(
