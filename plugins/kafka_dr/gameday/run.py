@@ -21,6 +21,7 @@ from kafka_dr.gameday.memory import MemorySampler
 from kafka_dr.gameday.model import NAMES
 from kafka_dr.gameday.proof import flowing_again, read_cluster, where_lost
 from kafka_dr.gameday.readers import Readers
+from kafka_dr.gameday.records import write_app_records
 from kafka_dr.gameday.report import json_line, table
 from kafka_dr.gameday.script import DISASTER, FULL, Pace, Step, script
 from kafka_dr.gameday.traffic import Traffic, TrafficSettings, ensure_topics
@@ -259,6 +260,7 @@ def run_gameday(
         dq = d.api.wait_run("dr_data_quality", d.api.trigger("dr_data_quality", {}), 900)
         say(f"dr_data_quality at the end: {dq['state']}")
         sampler.stop()
+        write_app_records(folder, view, readers.reads(), readers.moves())
         code, figures = _verdict(d, injected, disaster, t0, end, view, readers, stored, dq["state"], sampler, say)
         (folder / "gameday.json").write_text(figures + "\n")
     finally:

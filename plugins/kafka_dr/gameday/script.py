@@ -84,7 +84,7 @@ class Pace:
 FULL = Pace()
 #: The test suite's game day: every phase as short as its measurement allows on 2 cores (each
 #: fault waits for the last one's flows, then 8 s), lighter traffic, readiness awaited only
-#: by the failover, the failback's gate on records only.
+#: by the failover; the failback's gate as an operator runs it (records and data quality).
 SHORT = Pace(
     recovery_s=8.0,
     traffic_rate=30.0,
@@ -93,7 +93,6 @@ SHORT = Pace(
     tail_s=5.0,
     latency_window_s=30,
     ready_before_faults=False,
-    failback_data_quality=False,
 )
 
 #: One fault of each kind (a Spark process, a broker, the network, the scheduler), then the
