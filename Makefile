@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test test-unit test-ui browser postgres airflow lab-up lab-down clean
+.PHONY: setup demo test check test-ui browser postgres airflow lab-up lab-down clean
 
 setup: $(VENV)/.installed $(VENV)/.jars $(VENV)/.spark-archive
 
@@ -30,8 +30,17 @@ $(VENV)/.spark-archive: $(VENV)/.installed
 demo: setup
 	$(BIN)/kafka-dr demo
 
+# The whole suite in parallel workers, a test file each at a time (its module's lab stays in one
+# worker), the longest files first (tests/conftest.py orders them); each worker has its own ports
+# and folders. Most of the suite waits on brokers, JVMs and services, so three workers share 2 cores.
+TEST_WORKERS ?= 3
 test: setup browser postgres
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# Between commits: ruff (lint and format), the import rules, the documented commands' arguments
+# and every unit test; no lab, about a minute.
+check: setup
+	$(BIN)/pytest tests/unit -n 2 -q -p no:cacheprovider
 
 # The operator-UI browser test drives Debian's chromium through its chromedriver; nothing
 # is downloaded by the test itself. Installs them unless present (needs root or sudo).
@@ -54,9 +63,6 @@ postgres:
 # The lab's Airflow on PostgreSQL (LocalExecutor), for the lab `make demo` left running.
 airflow: setup postgres
 	$(BIN)/kafka-dr airflow up
-
-test-unit: setup
-	$(BIN)/pytest tests/unit
 
 lab-up: setup
 	$(BIN)/kafka-dr lab up

@@ -23,6 +23,38 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+#: each pytest-xdist worker's base port: its labs, game day and services take base-1012 (the
+#: operator UI's Airflow) to base+2340 (the game day's PostgreSQL), clear of the other workers',
+#: of a user's labs (19092-19999) and below the kernel's ephemeral ports (32768+)
+WORKER_BASE_PORTS = (29092, 24092, 14092)
+
+
+def _worker_ports_and_folders() -> None:
+    """Under pytest-xdist (``make test`` runs three workers) every worker but the first moves the
+    suite's ports and folders out of the others' way, before anything below reads them: its
+    labs, Spark cluster, game day, Airflow and PostgreSQL run once per worker. Variables already
+    set win, so a run can still place them itself."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    index = int(worker.removeprefix("gw"))
+    if index == 0:
+        return
+    if index >= len(WORKER_BASE_PORTS):
+        raise pytest.UsageError(f"the suite's ports leave room for {len(WORKER_BASE_PORTS)} workers: run it with fewer")
+    base = WORKER_BASE_PORTS[index]
+    for name, value in {
+        "KAFKA_DR_TEST_BASE_PORT": base,
+        "KAFKA_DR_TEST_AIRFLOW_PORT": base - 1012,
+        "KAFKA_DR_TEST_POSTGRES_PORT": base - 660,
+        "KAFKA_DR_TEST_LAB_DIR": REPO / f".lab-test-{worker}",
+        "KAFKA_DR_TEST_GAMEDAY_DIR": REPO / f".lab-test-gameday-{worker}",
+        "KAFKA_DR_TEST_UI_DIR": REPO / f".lab-test-ui-{worker}",
+    }.items():
+        os.environ.setdefault(name, str(value))
+
+
+_worker_ports_and_folders()
 TEST_LAB = Path(os.environ.get("KAFKA_DR_TEST_LAB_DIR", REPO / ".lab-test"))
 TEST_BASE_PORT = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092"))
 #: the test Spark cluster's master and web UIs (workers' UIs follow the master's); +1900 is past
@@ -45,8 +77,7 @@ os.environ.update(
 
 
 #: Longer trials of faults the short game day (tests/e2e/test_gameday.py) injects too, with the
-#: same proof: the whole suite (``make test``) leaves them out; ``pytest -m drill``, or naming
-#: their files, runs them.
+#: same proof. They run in the whole suite like every other test; ``pytest -m drill`` runs them alone.
 DRILL = "drill"
 
 
@@ -54,13 +85,29 @@ def pytest_configure(config):
     config.addinivalue_line("markers", f"{DRILL}: a longer trial of a fault the short game day also injects")
 
 
+#: The suite's longest files, longest first (docs/testing.md has their times). ``make test`` hands
+#: whole files to its workers in collection order, so these go first and the short ones fill in
+#: behind them: the workers end close together.
+LONGEST_FIRST = (
+    "tests/e2e/test_gameday.py",
+    "tests/integration/test_documented_commands.py",
+    "tests/integration/test_faults.py",
+    "tests/e2e/test_failback_drill.py",
+    "tests/integration/test_crash_recovery.py",
+    "tests/integration/test_data_quality.py",
+    "tests/e2e/test_operator_ui.py",
+    "tests/integration/test_bench.py",
+    "tests/integration/test_secure_lab.py",
+    "tests/integration/test_access_sync_secure_lab.py",
+    "tests/integration/test_failover.py",
+    "tests/integration/test_replication.py",
+    "tests/integration/test_spark_cluster.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("markexpr") or config.args_source != pytest.Config.ArgsSource.TESTPATHS:
-        return  # a marker expression, or the files or tests named, choose for themselves
-    drills = [item for item in items if item.get_closest_marker(DRILL)]
-    if drills:
-        config.hook.pytest_deselected(items=drills)
-        items[:] = [item for item in items if not item.get_closest_marker(DRILL)]
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest as collected
 
 
 @pytest.fixture(scope="session")

@@ -85,6 +85,7 @@ COMMANDS: dict[str, Check] = {
     # README: the front door
     "make demo": Check(RUN, r"^Stop it with: \.venv/bin/kafka-dr lab down"),
     "make test": Check(SUITE),
+    "make check": Check(RUN, r"^\d+ passed in [\d.]+s"),
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental": Check(
         RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: completed$"
     ),

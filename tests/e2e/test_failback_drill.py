@@ -1,6 +1,7 @@
 """The failback drill on a real lab: active/active traffic on east and west, east
 lost, failover to west, traffic goes on on west; then east comes back with its data
-(``resync``) or is rebuilt empty (``reseed``). Afterwards each cluster holds every record
+(``resync``) or is rebuilt empty (``reseed``) and ``dr_failback`` runs for real through Airflow
+(``dag.test()`` with the form's params). Afterwards each cluster holds every record
 exactly once, the gate is green, the consumer group is back on east at the right position,
 and the normal flows run again without loops.
 
@@ -105,6 +106,23 @@ def outage(lab, spark, tmp_path, topic: str):
     return path, cfg, group, read_on_east, read_on_west
 
 
+def failback_through_airflow(cfg, mode: str, group: str) -> dict:
+    """``dr_failback`` run for real through Airflow (``dag.test()``: its form's params, its tasks
+    and their XComs), as an operator triggers it; returns its summary task's XCom."""
+    from kafka_dr.airflow.failback_dag import build_failback_dag
+
+    conf = {
+        "recovered_cluster": "east",
+        "surviving_cluster": "west",
+        "mode": mode,
+        "consumer_groups": group,
+        "dry_run": False,
+    }
+    run = build_failback_dag(cfg).test(run_conf=conf)
+    assert str(run.state) == "success", f"dr_failback ({mode}) ended {run.state}"
+    return run.get_task_instance("summary").xcom_pull(task_ids="summary")
+
+
 def normal_flows_without_loops(path, cfg, spark, topic: str) -> None:
     """The normal flows run again: new records on both sides cross once, and nothing loops."""
     produce_varied(cfg.cluster("east"), topic, "e3", 10, 2)
@@ -115,7 +133,7 @@ def normal_flows_without_loops(path, cfg, spark, topic: str) -> None:
 
 
 @pytest.mark.drill
-def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, tmp_path, topic_name):
+def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, airflow_db, tmp_path, topic_name):
     from kafka_dr.core.failback import FailbackRefused
 
     path, cfg, group, read_on_east, read_on_west = outage(drill_lab, spark, tmp_path, topic_name)
@@ -130,7 +148,7 @@ def test_failback_resync_after_east_comes_back_with_its_data(drill_lab, spark, t
     assert read_state(cfg).active_cluster == "west", "a dry run changed the state"
 
     west_position = committed(cfg.cluster("west"), group, topic_name)
-    summary = run_failback(FailbackRun(cfg, "east", "west", "resync", groups=group, dry_run=False))
+    summary = failback_through_airflow(cfg, "resync", group)
     assert summary["copy"]["arrived_out_of_order_on_survivor"] == 20  # east's records that never reached west
     assert summary["gate"]["differences"] == 0 and summary["gate"]["data_quality"]["checked_partitions"] >= 4
     state = read_state(cfg)
@@ -180,12 +198,12 @@ def _identity_of(record, here: str) -> tuple:
     return identity(record, here)
 
 
-def test_failback_reseed_after_east_is_rebuilt_empty(drill_lab, spark, tmp_path, topic_name):
+def test_failback_reseed_after_east_is_rebuilt_empty(drill_lab, spark, airflow_db, tmp_path, topic_name):
     path, cfg, group, _, _ = outage(drill_lab, spark, tmp_path, topic_name)
     west_before = read_topic(cfg.cluster("west"), topic_name)
     drill_lab.rebuild("east")
 
-    summary = run_failback(FailbackRun(cfg, "east", "west", "reseed", groups=group, dry_run=False))
+    summary = failback_through_airflow(cfg, "reseed", group)
     assert summary["gate"]["differences"] == 0 and summary["gate"]["data_quality"]["checked_partitions"] >= 2
     east_records, west_records = assert_same_records(cfg, topic_name)
     # provenance as if no outage happened: east's own records are local again, in west's order

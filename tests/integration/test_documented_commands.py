@@ -33,6 +33,7 @@ ORDER = [
     ".venv/bin/kafka-dr lab spark down",
     ".venv/bin/python -m kafka_dr.spark.class_archive",
     "make demo",
+    "make check",
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental",
     "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental",
     ".venv/bin/kafka-dr failover --from east --to west --dry-run --force",
@@ -62,7 +63,10 @@ ORDER = [
     ".venv/bin/kafka-dr lab up --secure --dir .lab-secure --base-port 19592",
     ".venv/bin/kafka-dr replicate --flow east_to_west --mode incremental",
 ]
-CHECKOUT_FILES = (".venv", "Makefile", "pyproject.toml", "plugins", "spark_jobs", "dags", "expectations", "examples")
+CHECKOUT_FILES = (
+    *(".venv", "Makefile", "pyproject.toml", "plugins", "spark_jobs", "dags", "expectations", "examples"),
+    *("tests", "README.md", "docs"),  # make check runs the unit tests, which read the documents too
+)
 
 
 def test_order_covers_every_command_that_runs():
@@ -95,7 +99,7 @@ def checkout():
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("AIRFLOW", "KAFKA_DR", "PYSPARK", "SPARK_"))
+        if not k.startswith(("AIRFLOW", "KAFKA_DR", "PYSPARK", "SPARK_", "PYTEST_"))
         and k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")
     }
     env["PATH"] = f"{REPO / '.venv' / 'bin'}{os.pathsep}{env.get('PATH', '')}"

@@ -1,6 +1,6 @@
 """The product over SASL_SSL (SCRAM-SHA-512) with generated certificates:
 replication (spark-submit, and the replication DAG), heartbeats, topic-config sync and a
-failover dry run, with credentials from environment variables and from Airflow connections;
+failover that moves a consumer group, with credentials from environment variables and from Airflow connections;
 a wrong password is named as an authentication failure without the secret; and no log,
 XCom value or generated file holds a password.
 """
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_failover import _consume, _identity
 
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
@@ -53,10 +54,9 @@ def test_plaintext_clients_are_refused(secure_lab):
         plain.list_topics(timeout=5)
 
 
-def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_path, topic_name):
+def test_replication_heartbeats_and_topic_config_sync_over_sasl_ssl(secure_lab, tmp_path, topic_name):
     from kafka_dr.kafka.heartbeats import emit, measure
     from kafka_dr.kafka.topic_sync import sync_flow
-    from kafka_dr.workflows.failover import FailoverRun, run_failover
 
     lab, _ = secure_lab
     path = _narrowed(lab, tmp_path, topic_name)
@@ -77,8 +77,52 @@ def test_replication_heartbeats_sync_and_failover_over_sasl_ssl(secure_lab, tmp_
     assert latency.status != "missing" and latency.age_seconds >= 0 and latency.loops == 0, (
         latency
     )  # ok, or late on a slow machine
-    summary = run_failover(FailoverRun(cfg, "east", "west", ".*", dry_run=True, force=True))
-    assert summary["dry_run"] is True, summary
+
+
+def test_failover_over_sasl_ssl_moves_the_group_to_the_next_unread_record(secure_lab, tmp_path, topic_name):
+    """A real failover (east still up, so forced) over SASL_SSL with kafka-dr's own principal:
+    the group that read part of the topic on east resumes on west at exactly the next unread
+    record. The failover's state goes under an internal prefix of its own, granted to kafka-dr's
+    principal as ``kafka-dr acls`` prints it, so the module's other tests keep replicating."""
+    from kafka_dr.core.product_acls import product_acls
+    from kafka_dr.kafka.state_store import read_state
+    from kafka_dr.kafka.topic_sync import sync_flow
+    from kafka_dr.lab.secure import LAB_USER, grant
+    from kafka_dr.workflows.failover import FailoverRun, run_failover
+    from kafka_dr.workflows.offset_sync import sync_group_offsets
+
+    lab, _ = secure_lab
+    path = _narrowed(lab, tmp_path, topic_name)
+    doc = yaml.safe_load(path.read_text())
+    doc["internal_prefix"] = "_kdr_" + topic_name.replace(".", "_")[-40:]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cfg = load_config(path)
+    for c in lab.clusters():
+        grant(c.name, c.direct, product_acls(cfg, f"User:{LAB_USER}", c.name))
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    ensure_topic(clients.admin(east), topic_name, partitions=2)
+    sent = produce_varied(east, topic_name, "east", 120, 2)
+    sync_flow(cfg, cfg.flows[0])
+    group = f"app-{topic_name}"
+    read_on_east = _consume(east, group, topic_name, 50)
+    assert len(read_on_east) == 50
+    job = Job(path, tmp_path / "spark.log", mode="incremental")
+    assert job.proc.wait(600) == 0, (tmp_path / "spark.log").read_text()[-3000:]
+    synced = sync_group_offsets(cfg, cfg.flows[0], groups=[group])
+    assert synced and all(r["status"] == "exact" for r in synced), synced
+
+    summary = run_failover(FailoverRun(cfg, "east", "west", group, dry_run=False, force=True))
+    assert summary["dry_run"] is False, summary
+    state = read_state(cfg)
+    assert (state.active_cluster, state.failed_clusters) == ("west", ("east",)), state
+
+    resumed = [_identity(m, "west") for m in _consume(west, group, topic_name, None)]
+    read_before = {("east", m.partition(), m.offset()) for m in read_on_east}
+    unread = {("east", s.partition, s.offset) for s in sent} - read_before
+    assert set(resumed) == unread and len(resumed) == len(unread), "skipped or re-read records after failover"
+    for p in (0, 1):
+        first = next(o for (_, pp, o) in resumed if pp == p)
+        assert first == min(o for (_, pp, o) in unread if pp == p), f"partition {p} resumed at origin offset {first}"
 
 
 def test_wrong_password_says_authentication_failed_and_prints_no_secret(secure_lab, tmp_path, topic_name, monkeypatch):
