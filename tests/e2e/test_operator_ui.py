@@ -1,5 +1,6 @@
-"""The operator's view, in a real browser: log in, read the DR status page, lose a cluster,
-fail over from the trigger form (dry run), read the run's summary.
+"""The operator's view, in a real browser: log in, read the DR status page (its data-quality
+panel showing a real ``dr_data_quality`` run's result and Data Docs), lose a cluster, fail over
+for real from the trigger form, read the run's summary and the new active cluster.
 
 Real parts only: the lab's Kafka clusters, replication run by Spark, Airflow as the product
 runs it (``kafka-dr airflow up`` as a user types it: api-server, scheduler, dag-processor and
@@ -24,6 +25,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from kafka_dr.gameday.airflow_api import AirflowApi
 
 pytestmark = [pytest.mark.lab, pytest.mark.airflow, pytest.mark.e2e]
 
@@ -174,34 +177,13 @@ def ui_config(lab, folder: Path, topic: str) -> Path:
     # thresholds with room for a loaded CI machine (Airflow's start-up, Spark's): the judgement
     # itself is unit tested; here the page must show the figures
     doc.setdefault("thresholds", {}).update({"heartbeat_max_age_seconds": 900, "latency_p99_max_seconds": 900})
+    # the real failover records "east is failed" under a prefix of its own: the session's other
+    # tests, on the lab's prefix, keep replicating
+    doc["internal_prefix"] = "_kdr_ui_" + topic.replace(".", "_")[-30:]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "kafka-dr.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
-
-
-def publish_dq_record(cfg, docs: Path) -> dict:
-    """A record in the data-quality DAG's published shape (the DAG is another feature; this
-    test checks that the page reads that contract and serves the Data Docs folder)."""
-    from kafka_dr.kafka import clients
-    from kafka_dr.kafka.topics import ensure_topic
-
-    docs.mkdir(parents=True, exist_ok=True)
-    (docs / "index.html").write_text("<html><body><h1>kafka-dr Data Docs (test)</h1></body></html>")
-    record = {
-        "run_id": "dq-ui-test",
-        "ts_ms": int(time.time() * 1000),
-        "success": True,
-        "failed": [],
-        "checked_partitions": 4,
-        "docs_path": str(docs / "index.html"),
-    }
-    for name, cluster in cfg.clusters.items():
-        ensure_topic(clients.admin(cluster), cfg.names.dq_results_topic, partitions=1)
-        p = clients.producer(cluster)
-        p.produce(cfg.names.dq_results_topic, key=b"dq", value=json.dumps(record).encode())
-        assert p.flush(30) == 0, f"dq record not acknowledged by {name}"
-    return record
 
 
 def login(driver, base: str, user: str, password: str) -> None:
@@ -228,7 +210,7 @@ def open_status(driver, base: str):
     return driver.find_element(By.ID, "banner")
 
 
-def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, browser, tmp_path, topic_name):
+def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, browser, topic_name):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
@@ -262,12 +244,18 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
         emit(cfg, name)
     for f in cfg.flows:
         run_flow(JobOptions(config=str(config), flow=f.name, mode="incremental"), spark=spark)
-    dq = publish_dq_record(cfg, tmp_path / "data-docs")
 
     with airflow_service(service, config) as (base, pw):
         driver = browser
         east_stopped = False
         try:
+            # 0. A real dr_data_quality run, by the service's scheduler: the page shows what it published.
+            api = AirflowApi(base, LAB_USER, pw)
+            dq_run = api.wait_run("dr_data_quality", api.trigger("dr_data_quality", {}), 600)
+            assert dq_run["state"] == "success", f"dr_data_quality ended {dq_run['state']}; logs under {home / 'logs'}"
+            dq = api.xcom("dr_data_quality", dq_run["dag_run_id"], "validate")
+            assert dq["success"] is True and dq["checked_partitions"] >= 4 and Path(dq["docs_path"]).is_file(), dq
+
             # 1. The status page is behind Airflow's login.
             login(driver, base, LAB_USER, pw)
             banner = open_status(driver, base)
@@ -284,12 +272,12 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
                 assert row.find_element(By.CSS_SELECTOR, "td.lag").text == "0"  # everything copied
             assert driver.find_elements(By.CSS_SELECTOR, "#latency-chart svg polyline, #latency-chart svg circle")
             dq_text = driver.find_element(By.ID, "data-quality").text
-            assert "dq-ui-test" in dq_text and "PASSED" in dq_text and "4 partition(s) checked" in dq_text
+            assert dq["run_id"] in dq_text and "PASSED" in dq_text, dq_text
+            assert f"{dq['checked_partitions']} partition(s) checked" in dq_text, dq_text
             shoot(driver, shots, "01-status-healthy")
-            driver.find_element(By.LINK_TEXT, "open Data Docs").get_attribute("href")
-            driver.get(f"{base}/dr-status/data-docs/index.html")
-            assert "kafka-dr Data Docs (test)" in driver.page_source
-            assert Path(dq["docs_path"]).exists()
+            driver.find_element(By.LINK_TEXT, "open Data Docs").click()  # the run's own Great Expectations Data Docs
+            WebDriverWait(driver, 60).until(lambda d: "/dr-status/data-docs/" in d.current_url)
+            assert "Great Expectations" in driver.title, driver.title  # served from the run's docs_path folder
 
             # The navigation entry shows the page inside Airflow's UI.
             driver.get(f"{base}/plugin/dr-status")
@@ -310,7 +298,7 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
             print(f"status page with east down rendered in {render_seconds:.1f}s")
             shoot(driver, shots, "03-status-east-down")
 
-            # 3. Fail over from the trigger form: east -> west, dry run (the switch starts on).
+            # 3. Fail over from the trigger form: east -> west for real (the dry-run switch starts on: off).
             driver.get(f"{base}/dags/dr_failover")
             WebDriverWait(driver, 60).until(
                 EC.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label='Trigger Dag']"))
@@ -330,6 +318,8 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
             form.find_element(By.CSS_SELECTOR, "button[id$=':trigger:Safety']").click()
             dry = WebDriverWait(driver, 30).until(EC.presence_of_element_located((By.NAME, "element_dry_run")))
             assert dry.is_selected(), "the dry-run switch must start on"
+            dry.find_element(By.XPATH, "./ancestor::label[1]").click()
+            assert not dry.is_selected(), "the dry-run switch did not turn off"
             shoot(driver, shots, "05-failover-form-safety", full_page=False)
             driver.find_element(By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']").click()
 
@@ -344,7 +334,7 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
             assert (
                 run["conf"]["failed_cluster"] == "east"
                 and run["conf"]["surviving_cluster"] == "west"
-                and run["conf"]["dry_run"] is True
+                and run["conf"]["dry_run"] is False
             )
             run_id = run["dag_run_id"]
             done = wait_for(
@@ -370,20 +360,25 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
                 if isinstance((xcom or {}).get("value"), dict)
                 else str((xcom or {}).get("value"))
             )
-            assert "failover east -> west (DRY RUN: nothing changed)" in text, xcom
+            assert "failover east -> west" in text and "DRY RUN" not in text, xcom
             driver.get(f"{base}/dags/dr_failover/runs/{quoted}/tasks/summary/xcom")
             key = WebDriverWait(driver, 60).until(
                 EC.presence_of_element_located((By.XPATH, "//td[normalize-space()='summary_text']"))
             )
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", key)
             time.sleep(2)  # let the value's viewer paint before the screenshot (nothing is asserted on time)
-            assert "DRY RUN" in key.find_element(By.XPATH, "./ancestor::tr").text
+            assert "failover east -> west" in key.find_element(By.XPATH, "./ancestor::tr").text
             shoot(driver, shots, "06-failover-summary-xcom", full_page=False)
             open_status(driver, base)
             ops = driver.find_element(By.ID, "operations").text
-            assert run_id in ops and "failover east -> west (DRY RUN: nothing changed)" in ops, ops
-            assert driver.find_element(By.ID, "active-cluster").text == "east"  # a dry run changes nothing
-            shoot(driver, shots, "07-status-after-dry-run")
+            assert run_id in ops and "failover east -> west" in ops and "DRY RUN" not in ops, ops
+            assert driver.find_element(By.ID, "active-cluster").text == "west"  # the page reads the recorded state
+            shoot(driver, shots, "07-status-after-failover")
+            # and the state as the clusters hold it, read here
+            from kafka_dr.kafka.state_store import read_state
+
+            state = read_state(cfg, skip=("east",))
+            assert (state.active_cluster, state.failed_clusters) == ("west", ("east",)), state
         finally:
             if east_stopped:
                 lab.start("east")
