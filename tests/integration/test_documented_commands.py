@@ -108,6 +108,9 @@ def checkout():
     env["KAFKA_DR_LAB_SPARK_PORT"] = str(TEST_SPARK_PORT + 10)
     env["KAFKA_DR_LAB_SPARK_WEBUI_PORT"] = str(TEST_SPARK_WEBUI_PORT + 10)
     env["KAFKA_DR_LOG_DIR"] = str(root / "logs")
+    # `make check` runs the unit tests through the checkout's link to tests/: their Airflow home
+    # goes into the checkout, not into the running suite's lab folder that the link resolves to
+    env["KAFKA_DR_TEST_LAB_DIR"] = str(root / ".lab-test")
     _wipe_labs(root, env)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
