@@ -12,12 +12,14 @@ before any test module imports Airflow.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import gc
 import logging
 import os
 import subprocess
 import sys
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,8 @@ TEST_BASE_PORT = int(os.environ.get("KAFKA_DR_TEST_BASE_PORT", "29092"))
 TEST_SPARK_PORT = int(os.environ.get("KAFKA_DR_TEST_SPARK_PORT") or TEST_BASE_PORT + 1900)
 TEST_SPARK_WEBUI_PORT = int(os.environ.get("KAFKA_DR_TEST_SPARK_WEBUI_PORT") or TEST_SPARK_PORT + 3)
 AIRFLOW_HOME = TEST_LAB / "airflow"
+#: shared by every worker of one run (``machine_share``)
+MACHINE_LOCK = REPO / ".lab-test-machine.lock"
 
 os.environ.update(
     {
@@ -81,8 +85,41 @@ os.environ.update(
 DRILL = "drill"
 
 
+#: A test that needs the whole machine: under ``make test``'s workers it runs while no other
+#: test does. The short game day (6 brokers, a Spark cluster, Airflow on PostgreSQL, traffic)
+#: keeps both cores busy on its own; it measures how soon replication flows again after each
+#: fault, and with other tests' JVMs beside it that measures the machine instead.
+WHOLE_MACHINE = "whole_machine"
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", f"{DRILL}: a longer trial of a fault the short game day also injects")
+    config.addinivalue_line("markers", f"{WHOLE_MACHINE}: runs while no other test of the suite runs")
+
+
+@contextmanager
+def machine_share(exclusive: bool):
+    """Every test of a parallel run holds the machine shared; a ``whole_machine`` one alone.
+    Two flocks, so a waiting exclusive holder is not starved: everyone passes a gate (held
+    briefly by a test, and throughout by an exclusive one) before taking the machine."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    with open(MACHINE_LOCK.with_suffix(".gate"), "a") as gate, open(MACHINE_LOCK, "a") as machine:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(machine, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if not exclusive:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _machine_shared(request):
+    if request.node.get_closest_marker(WHOLE_MACHINE):
+        yield  # its module's fixture holds the machine alone (tests/e2e/test_gameday.py)
+        return
+    with machine_share(exclusive=False):
+        yield
 
 
 #: The suite's longest files, longest first (docs/testing.md has their times). ``make test`` hands

