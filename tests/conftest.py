@@ -118,6 +118,9 @@ def _machine_shared(request):
     if request.node.get_closest_marker(WHOLE_MACHINE):
         yield  # its module's fixture holds the machine alone (tests/e2e/test_gameday.py)
         return
+    if request.node.nodeid.startswith(UNIT):
+        yield  # no lab and a few seconds each: they run while the game day is still starting up
+        return
     with machine_share(exclusive=False):
         yield
 
@@ -142,9 +145,21 @@ LONGEST_FIRST = (
 )
 
 
+UNIT = "tests/unit/"
+
+
 def pytest_collection_modifyitems(config, items):
+    """The game day first, the unit tests next (the other workers run them beside its start-up),
+    then the longest files, then the rest as collected."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest as collected
+
+    def order(item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        if path == LONGEST_FIRST[0]:
+            return (0, 0)
+        return (1, 0) if path.startswith(UNIT) else (2, rank.get(path, len(rank)))
+
+    items.sort(key=order)  # stable: within a rank, as collected
 
 
 @pytest.fixture(scope="session")
