@@ -34,7 +34,7 @@ WORKER_BASE_PORTS = (29092, 24092, 14092)
 
 
 def _worker_ports_and_folders() -> None:
-    """Under pytest-xdist (``make test`` runs three workers) every worker but the first moves the
+    """Under pytest-xdist (``make test`` runs two) every worker but the first moves the
     suite's ports and folders out of the others' way, before anything below reads them: its
     labs, Spark cluster, game day, Airflow and PostgreSQL run once per worker. Variables already
     set win, so a run can still place them itself."""
@@ -113,16 +113,17 @@ def machine_share(exclusive: bool):
         yield
 
 
-@pytest.fixture(autouse=True)
-def _machine_shared(request):
-    if request.node.get_closest_marker(WHOLE_MACHINE):
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Each test holds the machine shared from before its setup to after its teardown; the wait
+    for it comes first, outside the test's own timeout (pytest-timeout's timer starts inside)."""
+    if item.get_closest_marker(WHOLE_MACHINE):
         yield  # its module's fixture holds the machine alone (tests/e2e/test_gameday.py)
-        return
-    if request.node.nodeid.startswith(UNIT):
+    elif item.nodeid.startswith(UNIT):
         yield  # no lab and a few seconds each: they run while the game day is still starting up
-        return
-    with machine_share(exclusive=False):
-        yield
+    else:
+        with machine_share(exclusive=False):
+            yield
 
 
 #: The suite's longest files, longest first (docs/testing.md has their times). ``make test`` hands
