@@ -251,6 +251,8 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
         try:
             # 0. A real dr_data_quality run, by the service's scheduler: the page shows what it published.
             api = AirflowApi(base, LAB_USER, pw)
+            wait_for("the dag-processor to list dr_data_quality", lambda: "dr_data_quality" in api.dag_ids(), 300, 2)
+            api.unpause("dr_data_quality")  # a scheduled DAG starts paused: the operator turns it on
             dq_run = api.wait_run("dr_data_quality", api.trigger("dr_data_quality", {}), 600)
             assert dq_run["state"] == "success", f"dr_data_quality ended {dq_run['state']}; logs under {home / 'logs'}"
             dq = api.xcom("dr_data_quality", dq_run["dag_run_id"], "validate")
@@ -275,9 +277,10 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
             assert dq["run_id"] in dq_text and "PASSED" in dq_text, dq_text
             assert f"{dq['checked_partitions']} partition(s) checked" in dq_text, dq_text
             shoot(driver, shots, "01-status-healthy")
-            driver.find_element(By.LINK_TEXT, "open Data Docs").click()  # the run's own Great Expectations Data Docs
-            WebDriverWait(driver, 60).until(lambda d: "/dr-status/data-docs/" in d.current_url)
-            assert "Great Expectations" in driver.title, driver.title  # served from the run's docs_path folder
+            docs = driver.find_element(By.LINK_TEXT, "open Data Docs").get_attribute("href")  # opens a new tab
+            assert "/dr-status/data-docs/" in docs, docs
+            driver.get(docs)  # the run's own Great Expectations Data Docs, served from its docs_path folder
+            assert "Great Expectations" in driver.title, driver.title
 
             # The navigation entry shows the page inside Airflow's UI.
             driver.get(f"{base}/plugin/dr-status")
@@ -318,7 +321,8 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
             form.find_element(By.CSS_SELECTOR, "button[id$=':trigger:Safety']").click()
             dry = WebDriverWait(driver, 30).until(EC.presence_of_element_located((By.NAME, "element_dry_run")))
             assert dry.is_selected(), "the dry-run switch must start on"
-            dry.find_element(By.XPATH, "./ancestor::label[1]").click()
+            switch = dry.find_element(By.XPATH, "./ancestor::label[1]")  # the dialog's footer may overlay it
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'}); arguments[0].click();", switch)
             assert not dry.is_selected(), "the dry-run switch did not turn off"
             shoot(driver, shots, "05-failover-form-safety", full_page=False)
             driver.find_element(By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']").click()
