@@ -210,7 +210,7 @@ def test_injected_faults_are_named_and_alerted(lab, lab_config, airflow_db, spar
     # nothing is reported about the other flow, whose records were left alone
     assert not [ln for ln in lines if "flow west_to_east" in ln and not ln.startswith("topic_config_parity")]
 
-    assert len(smtp.messages) == 1 and smtp.messages[0]["to"] == ["<oncall@example.com>"]
+    assert len(smtp.messages) == 1 and smtp.messages[0]["to"] == ["oncall@example.com"]
     mail = smtp.messages[0]["data"]
     assert (
         "dr_data_quality.validate failed" in mail

@@ -126,6 +126,6 @@ def test_heartbeats_measure_latency_and_alert_when_a_flow_stops(lab, airflow_db,
     assert len(hook.received) == 1 and hook.received[0]["task_id"] == "measure_latency"
     assert "east_to_west (east -> west): newest heartbeat is" in hook.received[0]["error"]
     assert "threshold 2s" in hook.received[0]["error"]
-    assert len(smtp.messages) == 1 and smtp.messages[0]["to"] == ["<oncall@example.com>"]
+    assert len(smtp.messages) == 1 and smtp.messages[0]["to"] == ["oncall@example.com"]
     assert "dr_heartbeat.measure_latency failed" in smtp.messages[0]["data"]
     assert "west_to_east" in smtp.messages[0]["data"]
