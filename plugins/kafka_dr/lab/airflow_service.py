@@ -229,14 +229,17 @@ def stop_session(pid: int, timeout: float = 30.0) -> None:
     ``timeout``. Only called for a pid :func:`is_ours` accepted. The session, not the process
     group: a task runs in a process group of its own, with its Spark job under it."""
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-        for member in session_members(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(member, sig)
+        signalled: set[int] = set()
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
+            members = session_members(pid)
+            for member in set(members) - signalled:  # a child forked as the signals went out gets one too
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(member, sig)
+                signalled.add(member)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # our own child (the module used in-process) must not linger as a zombie
-            if not session_members(pid):
+            if not members:
                 return
             time.sleep(0.2)
 
@@ -268,6 +271,7 @@ class AirflowService:
 
     def __init__(self, lab_dir: Path) -> None:
         self.lab_dir = Path(lab_dir).resolve()
+        self._children: dict[str, subprocess.Popen] = {}  # the parts this object started: how they ended
 
     @property
     def state_file(self) -> Path:
@@ -323,6 +327,7 @@ class AirflowService:
         if not running:  # a part restarted beside running ones finds the database migrated
             self._migrate(env, home)
         deadline = time.monotonic() + timeout
+        restarted: set[str] = set()
         for role in ROLES:
             if role not in running:
                 state["processes"][role] = self._start(role, spec, env, home)
@@ -330,16 +335,8 @@ class AirflowService:
             if role == "api-server":
                 # the API answers (its first requests are the slow ones) before a scheduler
                 # queues a task whose start call would wait on it
-                self._wait(spec, deadline, lambda health: health is not None)
-        try:
-            self._wait(spec, deadline, lambda health: not health_problems(health))
-        except PartExited as e:
-            # as a service manager restarts a part that died: once; a second death is the error
-            if e.role == "api-server":
-                raise
-            state["processes"][e.role] = self._start(e.role, spec, env, home)
-            self._save(state)
-            self._wait(spec, deadline, lambda health: not health_problems(health))
+                self._wait_restarting(spec, env, home, state, deadline, lambda health: health is not None, restarted)
+        self._wait_restarting(spec, env, home, state, deadline, lambda health: not health_problems(health), restarted)
         return self.status()
 
     def status(self) -> ServiceStatus:
@@ -399,10 +396,35 @@ class AirflowService:
                 start_new_session=True,  # its own session: down stops its tasks with it
                 cwd=home,
             )
+        self._children[role] = proc
         seen = proc_state(proc.pid)
         if seen is None:
             raise LabError(f"airflow {role} exited at once; see {home / (role + '.log')}")
         return {"pid": proc.pid, "start": seen[0]}
+
+    def _wait_restarting(self, spec, env, home, state, deadline: float, ready, restarted: set[str]) -> None:
+        """:meth:`_wait`; a part that dies meanwhile is started again, once, as a service manager
+        restarts a part that died (a second death is the error)."""
+        while True:
+            try:
+                return self._wait(spec, deadline, ready)
+            except PartExited as e:
+                if e.role in restarted:
+                    raise
+                restarted.add(e.role)
+                state["processes"][e.role] = self._start(e.role, spec, env, home)
+                self._save(state)
+
+    def _ended(self, role: str) -> str:
+        """How a part this object started ended: its exit code or the signal that killed it."""
+        proc = self._children.get(role)
+        try:  # an exiting process loses its command line a moment before it can be waited for
+            code = None if proc is None else proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is None:
+            return "ended"
+        return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
 
     def _wait(self, spec: ServiceSpec, deadline: float, ready) -> None:
         """Until ``ready(health)``; a process of the service that exits meanwhile ends the wait."""
@@ -413,7 +435,9 @@ class AirflowService:
                 if not is_ours(entry):
                     log = Path(spec.home) / f"{role}.log"
                     tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
-                    raise PartExited(role, f"airflow {role} exited during start-up (log: {log}); last output:\n{tail}")
+                    raise PartExited(
+                        role, f"airflow {role} {self._ended(role)} during start-up (log: {log}); last output:\n{tail}"
+                    )
             health = fetch_health(spec.port, timeout=30)
             if ready(health):
                 return

@@ -3,6 +3,7 @@ and health judgement, and how it recognises and stops its own processes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -206,3 +207,52 @@ def test_another_setting_while_it_runs_is_refused(spec, tmp_path, monkeypatch):
         runner.kill()
         runner.wait()
     assert oct((tmp_path / "airflow.json").stat().st_mode & 0o777) == "0o600"  # it holds the API's keys
+
+
+def _fake_airflow(tmp_path: Path, monkeypatch, script: str) -> Path:
+    """An ``airflow`` command that runs ``script`` (its starts counted in ``starts``)."""
+    fake = tmp_path / "bin" / "airflow"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho start >> {tmp_path / 'starts'}\n{script}\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr("kafka_dr.lab.airflow_service.AIRFLOW", str(fake))
+    return tmp_path / "starts"
+
+
+def _starts(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_part_that_dies_while_the_service_starts_is_started_again_once(spec, tmp_path, monkeypatch):
+    spec = dataclasses.replace(spec, port=9)  # nothing answers; an ephemeral port may connect to itself
+    # the first start is killed after half a second, before it writes a line; the second runs
+    first_dies = f'[ "$(wc -l < {tmp_path / "starts"})" -gt 1 ] || {{ sleep 0.5; kill -9 $$; }}'
+    starts = _fake_airflow(tmp_path, monkeypatch, f"{first_dies}\nsleep 60")
+    Path(spec.home).mkdir()
+    service = AirflowService(tmp_path)
+    state = {"spec": spec.__dict__, "keys": {}, "processes": {}}
+    state["processes"]["api-server"] = service._start("api-server", spec, dict(os.environ), Path(spec.home))
+    service._save(state)
+    try:
+        service._wait_restarting(
+            spec, dict(os.environ), Path(spec.home), state, time.monotonic() + 30, lambda _: _starts(starts) == 2, set()
+        )
+        assert _starts(starts) == 2 and is_ours(service.load()["processes"]["api-server"])
+    finally:
+        service.down()
+
+
+def test_a_part_that_dies_twice_is_the_error_and_says_how_it_ended(spec, tmp_path, monkeypatch):
+    spec = dataclasses.replace(spec, port=9)
+    starts = _fake_airflow(tmp_path, monkeypatch, "sleep 0.5; kill -9 $$")
+    Path(spec.home).mkdir()
+    service = AirflowService(tmp_path)
+    state = {"spec": spec.__dict__, "keys": {}, "processes": {}}
+    state["processes"]["api-server"] = service._start("api-server", spec, dict(os.environ), Path(spec.home))
+    service._save(state)
+    said = r"^airflow api-server was killed by SIGKILL during start-up \(log: .*api-server\.log\)"
+    with pytest.raises(LabError, match=said):
+        service._wait_restarting(
+            spec, dict(os.environ), Path(spec.home), state, time.monotonic() + 30, lambda _: False, set()
+        )
+    assert _starts(starts) == 2
