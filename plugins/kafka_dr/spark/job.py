@@ -4,7 +4,7 @@
 (:mod:`kafka_dr.spark.range_job`); ``continuous`` is a Structured Streaming query that runs
 micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop file, finishing the
 batch in flight before it stops (:mod:`kafka_dr.spark.supervision`). A failed run is restarted
-with exponential backoff up to ``max_restarts`` times, resuming from the progress committed in
+with exponential backoff up to ``max_restarts`` failures in a row, resuming from the progress committed in
 Kafka, so nothing is lost or copied twice; a failure no restart cures stops the job at once
 (docs/replication.md, "Failures"). Each batch's rows go to the log and the metrics topic
 (:mod:`kafka_dr.spark.metrics_sink`).
@@ -236,10 +236,19 @@ def _restart_loop(
     is alerted at once when a cluster did not answer and still does not (``still_silent``: a
     network cut, a cluster down), else once the flow has copied nothing (``progressed_at``,
     monotonic) for ``thresholds.restart_alert_after_seconds``: a failure it rides out sooner (a
-    leader election, a broker's restart, a request that timed out on a busy host) is only logged."""
-    backoff = FIRST_BACKOFF_SECONDS
+    leader election, a broker's restart, a request that timed out on a busy host) is only logged.
+
+    As a service manager does, a query that copied something since the last failure starts the
+    count afresh: the pause is the first one again and ``max_restarts`` counts failures in a row
+    (an hour-long job rides out many separate faults). After a failure because a cluster did
+    not answer, the pause ends as soon as both clusters answer again."""
+    backoff, in_a_row, failed_at = FIRST_BACKOFF_SECONDS, 0, float("-inf")
     while (error := attempt()) is not None:
         summary.restarts += 1
+        if progressed_at() > failed_at:  # the last query copied: a new fault, not the same one again
+            backoff, in_a_row = FIRST_BACKOFF_SECONDS, 0
+        in_a_row += 1
+        failed_at = time.monotonic()
         reason = failure_reason(error, run.flow.name)
         if not jvm_alive():
             raise RuntimeError(f"flow {run.flow.name}: stopped: the driver's JVM is gone (killed or crashed)")
@@ -248,21 +257,24 @@ def _restart_loop(
             log.warning("flow %s: %s is failed over; the job stops (%s)", run.flow.name, failed, reason)
             summary.stopped_by = f"failover of {failed}"
             return summary
-        _raise_unless_restartable(run, summary.restarts, reason, stop, deadline)
+        _raise_unless_restartable(run, in_a_row, reason, stop, deadline)
         log.error(
             "flow %s: query failed (%s); restart %d/%d in %.0fs",
             run.flow.name,
             reason,
-            summary.restarts,
+            in_a_row,
             run.opts.max_restarts,
             backoff,
         )
         quiet = time.monotonic() - progressed_at()
-        if quiet >= run.cfg.thresholds.restart_alert_after_seconds or (is_unreachable(reason) and still_silent()):
-            alert_restart(run.cfg, run.flow.name, reason, summary.restarts, run.opts.max_restarts, backoff, quiet)
+        silent = is_unreachable(reason) and still_silent()
+        if quiet >= run.cfg.thresholds.restart_alert_after_seconds or silent:
+            alert_restart(run.cfg, run.flow.name, reason, in_a_row, run.opts.max_restarts, backoff, quiet)
         else:
             log.warning("flow %s: not alerted: the flow copied %.0fs ago", run.flow.name, quiet)
-        stop.sleep(backoff)
+        # after a silent cluster, restart as soon as it answers again (each probe waits up to
+        # SILENT_PROBE_SECONDS): the pause only spares clusters that are still down
+        stop.sleep(backoff, until=(lambda: not still_silent()) if silent else None)
         backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
     summary.stopped_by = stop.reason or ("completed" if run.mode is FlowMode.INCREMENTAL else "max duration")
     return summary

@@ -105,11 +105,17 @@ class Stop:
             self.reason = f"stop file {self.stop_file}"
         return bool(self.reason)
 
-    def sleep(self, seconds: float) -> None:
-        """Wait ``seconds``, or less when a stop is asked for meanwhile."""
+    def sleep(self, seconds: float, until: Callable[[], bool] | None = None, every: float = 1.0) -> None:
+        """Wait ``seconds``, or less when a stop is asked for meanwhile or, asked every ``every``
+        seconds, ``until()`` says so."""
         end = time.monotonic() + seconds
+        asked = time.monotonic()
         while time.monotonic() < end and not self.requested():
             time.sleep(0.2)
+            if until is not None and time.monotonic() - asked >= every:
+                if until():
+                    return
+                asked = time.monotonic()
 
 
 @contextlib.contextmanager

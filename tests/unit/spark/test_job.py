@@ -28,10 +28,11 @@ class RecordedStop(Stop):
 
     def __init__(self, reason: str = "") -> None:
         super().__init__(None)
-        self.reason, self.pauses = reason, []
+        self.reason, self.pauses, self.ended_early_by = reason, [], []
 
-    def sleep(self, seconds: float) -> None:
+    def sleep(self, seconds: float, until=None, every: float = 1.0) -> None:
         self.pauses.append(seconds)
+        self.ended_early_by.append(until)
 
 
 def loop(
@@ -108,6 +109,53 @@ def test_a_failover_recorded_while_the_job_ran_stops_it_instead_of_a_restart():
     started again (the failback copies between the two clusters itself)."""
     summary, stop = loop([OUTAGE, OUTAGE, None], failed=[None, "east"])
     assert (summary.restarts, summary.stopped_by, stop.pauses) == (2, "failover of east", [2.0])
+
+
+def test_a_query_that_copied_since_the_last_failure_starts_the_pauses_and_the_count_afresh():
+    """Separate faults an hour-long job rides out: after a query that copied, the pause is the
+    first one again and ``max_restarts`` counts failures in a row, not in the job's life."""
+    run = FlowRun(
+        JobOptions(config="x.yaml", flow="east_to_west", max_restarts=2),
+        CFG,
+        CFG.flows[0],
+        FlowMode("continuous"),
+        None,
+    )
+    copied_at = [float("-inf")]
+
+    def attempt(outcome):
+        if outcome == "copied, then failed":
+            copied_at[0] = time.monotonic()
+        return None if outcome == "ended" else OUTAGE
+
+    outcomes = ["failed", "failed", "copied, then failed", "failed", "copied, then failed", "ended"]
+    stop = RecordedStop()
+    summary = _restart_loop(
+        run,
+        JobSummary("east_to_west"),
+        stop,
+        None,
+        lambda: attempt(outcomes.pop(0)),
+        lambda: None,
+        progressed_at=lambda: copied_at[0],
+        still_silent=lambda: False,
+    )
+    assert (summary.restarts, stop.pauses) == (5, [2.0, 4.0, 2.0, 4.0, 2.0])
+
+
+def test_after_a_silent_cluster_the_pause_ends_once_it_answers():
+    summary, stop = loop([OUTAGE, LEADER_MOVED, None])
+    assert summary.restarts == 2 and stop.pauses == [2.0, 4.0]
+    silent, not_silent = stop.ended_early_by
+    assert silent is not None and silent() is False  # still_silent() says True: keep waiting
+    assert not_silent is None  # not a cluster that did not answer: the whole pause
+
+
+def test_a_pause_ends_when_its_condition_comes_true():
+    asked = []
+    started = time.monotonic()
+    Stop(None).sleep(30, until=lambda: asked.append(1) or len(asked) == 2, every=0.5)
+    assert len(asked) == 2 and time.monotonic() - started < 5
 
 
 LEADER_MOVED = RuntimeError("flow east_to_west: west: commit failed: NOT_LEADER_OR_FOLLOWER")
