@@ -48,6 +48,10 @@ GRACE_SECONDS = 30.0
 #: a thread inside one chunk for this long is stuck: longer than the slowest legitimate
 #: chunk commit (flush up to 120 s, offsets 30 s, commit 60 s)
 STUCK_SECONDS = 240.0
+#: a task still running this long past its end has a frozen worker (the task's own loop ends it
+#: on time otherwise): its threads' stacks are dumped, well before the driver's stall limit
+#: (kafka_dr.spark.supervision.STALL_SECONDS) stops the query
+FROZEN_DUMP_SECONDS = 60.0
 
 #: how often a partition's lag (the high watermark of the last fetch) is read: a local call,
 #: but it takes librdkafka's locks with the GIL held, so not on every commit
@@ -251,8 +255,8 @@ def run_task(
     (``copier_for((topic, partition))``)."""
     task_end = time.monotonic() + seconds
     # if this worker freezes (a C call holding the GIL), its threads' stacks still reach the
-    # log, from a thread of faulthandler's own; the driver's watchdog then stops the query
-    faulthandler.dump_traceback_later(seconds + STUCK_SECONDS + 30, exit=False)
+    # log, from a thread of faulthandler's own, before the driver's watchdog stops the query
+    faulthandler.dump_traceback_later(seconds + FROZEN_DUMP_SECONDS, exit=False)
     try:
         streams = (
             _task_streams(ranges, task_end, marker, key, copier_for)
