@@ -27,6 +27,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -402,7 +403,16 @@ class AirflowService:
             raise LabError(f"airflow {role} exited at once; see {home / (role + '.log')}")
         return {"pid": proc.pid, "start": seen[0]}
 
-    def _wait_restarting(self, spec, env, home, state, deadline: float, ready, restarted: set[str]) -> None:
+    def _wait_restarting(
+        self,
+        spec: ServiceSpec,
+        env: dict[str, str],
+        home: Path,
+        state: dict,
+        deadline: float,
+        ready: Callable[[dict | None], bool],
+        restarted: set[str],
+    ) -> None:
         """:meth:`_wait`; a part that dies meanwhile is started again, once, as a service manager
         restarts a part that died (a second death is the error)."""
         while True:

@@ -4,8 +4,8 @@
 (:mod:`kafka_dr.spark.range_job`); ``continuous`` is a Structured Streaming query that runs
 micro-batches until ``max_duration_seconds``, SIGTERM/SIGINT or a stop file, finishing the
 batch in flight before it stops (:mod:`kafka_dr.spark.supervision`). A failed run is restarted
-with exponential backoff up to ``max_restarts`` failures in a row, resuming from the progress committed in
-Kafka, so nothing is lost or copied twice; a failure no restart cures stops the job at once
+with exponential backoff up to ``max_restarts`` failures in a row, resuming from the progress
+committed in Kafka, so nothing is lost or copied twice; a failure no restart cures stops the job at once
 (docs/replication.md, "Failures"). Each batch's rows go to the log and the metrics topic
 (:mod:`kafka_dr.spark.metrics_sink`).
 
