@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 
 .PHONY: setup demo test check test-ui browser postgres airflow lab-up lab-down clean
 
-setup: $(VENV)/.installed $(VENV)/.jars $(VENV)/.spark-archive
+setup: $(VENV)/.installed $(VENV)/.jars $(VENV)/.broker-archive $(VENV)/.spark-archive
 
 # Python deps: uv resolves the pinned Airflow/Spark/GX set in ~30 s (pip takes minutes).
 $(VENV)/.installed: pyproject.toml
@@ -19,6 +19,12 @@ $(VENV)/.installed: pyproject.toml
 # Kafka broker + MirrorMaker 2 jars from Maven Central, cached in ~/.cache/kafka-dr.
 $(VENV)/.jars: $(VENV)/.installed plugins/kafka_dr/lab/pom.xml
 	$(BIN)/python -c "from kafka_dr.lab.jars import ensure_jars; print('kafka jars:', ensure_jars())"
+	touch $@
+
+# A lab broker's class archive (~/.cache/kafka-dr): brokers map their classes instead of
+# loading them from the jars; a lab starts and restarts its brokers with less CPU.
+$(VENV)/.broker-archive: $(VENV)/.jars
+	$(BIN)/python -m kafka_dr.lab.broker_archive
 	touch $@
 
 # The Spark driver's class archive (~/.cache/kafka-dr): a driver maps its start-up classes

@@ -78,6 +78,9 @@ os.environ.update(
         "KAFKA_DR_CONFIG": str(TEST_LAB / "kafka-dr.yaml"),
     }
 )
+# The suite's brokers compile with C1 only: a test's broker lives for minutes under light load,
+# where C2's compilations cost more CPU than they give back (docs/testing.md)
+os.environ.setdefault("KAFKA_DR_LAB_JVM_OPTS", "-XX:TieredStopAtLevel=1")
 
 
 #: Longer trials of faults the short game day (tests/e2e/test_gameday.py) injects too, with the

@@ -25,7 +25,7 @@ ALLOWED = {
     "workflows": {"core", "kafka", "spark", "dq", "alerts"},
     "airflow": {"core", "kafka", "spark", "dq", "workflows", "alerts"},
     # the lab runs Airflow as a service with the environment the scheduler layer computes (airflow.env)
-    "lab": {"core", "kafka", "spark", "workflows", "airflow"},
+    "lab": {"core", "kafka", "spark", "workflows", "airflow", "cache"},
     "bench": {"core", "kafka", "spark", "lab", "entry"},
     "demo": {"core", "kafka", "spark", "lab"},
     "gameday": {"core", "kafka", "lab", "alerts", "airflow"},

@@ -28,6 +28,10 @@ from kafka_dr.lab.topology import LabBroker, LabCluster
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
 HEAP = os.environ.get("KAFKA_DR_LAB_HEAP", "-Xms128m -Xmx512m")
+#: more JVM options for every lab broker (the test suite's brokers compile with C1 only)
+JVM_OPTS_ENV = "KAFKA_DR_LAB_JVM_OPTS"
+#: options after which a broker's class sharing is the operator's own
+OPERATOR_SHARING = ("-Xshare", "-XX:SharedArchiveFile", "-XX:ArchiveClassesAtExit")
 
 
 class LabError(RuntimeError):
@@ -111,10 +115,24 @@ log.retention.check.interval.ms=5000
 """
 
 
+def jvm_options(jars: Path) -> list[str]:
+    """A lab JVM's options: ``$KAFKA_DR_LAB_JVM_OPTS``, then the broker class archive when it
+    exists (:mod:`kafka_dr.lab.broker_archive`) and those options leave class sharing alone."""
+    from kafka_dr.lab.broker_archive import archive_file
+
+    extra = os.environ.get(JVM_OPTS_ENV, "").split()
+    archive = archive_file(jars)
+    if archive.is_file() and not any(o.startswith(OPERATOR_SHARING) for o in extra):
+        # a JVM that cannot map it starts without it; its warning would read as a broker's last words
+        extra += [f"-XX:SharedArchiveFile={archive}", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    return ["-XX:+UseSerialGC", *extra]
+
+
 def format_storage(jars: Path, props: Path, cluster_id: str) -> subprocess.Popen:
     """Start ``kafka.tools.StorageTool format`` for one node; the caller waits (nodes format in parallel)."""
+    options = [o for o in jvm_options(jars) if not o.startswith("-XX:ArchiveClassesAtExit")]
     return subprocess.Popen(
-        ["java", "-cp", f"{jars}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
+        ["java", *options, "-cp", f"{jars}/*", "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -126,7 +144,7 @@ def launch(folder: Path, props: Path, jars: Path, env: dict[str, str]) -> int:
     cmd = [
         "java",
         *HEAP.split(),
-        "-XX:+UseSerialGC",
+        *jvm_options(jars),
         "-Djava.awt.headless=true",
         f"-Dlog4j2.configurationFile={LOG4J}",
         f"-Dkafka.dr.log={folder / 'broker.log'}",

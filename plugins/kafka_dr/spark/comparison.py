@@ -142,14 +142,15 @@ def _consume(cfg, cluster: str, topic: str, partition: int, start: int, end: int
             },
         )
     )
-    consumer.assign([TopicPartition(topic, partition, start)])
+    tp = TopicPartition(topic, partition, start)
+    consumer.assign([tp])
     try:
         idle_since = time.monotonic()
         while True:
             msgs = consumer.consume(num_messages=10_000, timeout=0.5)
             if not msgs:
-                if consumer.position([TopicPartition(topic, partition)])[0].offset >= end:
-                    return  # read_committed stops short at markers/aborted records: the position is past the end
+                if _past(consumer, tp, end):
+                    return
                 if time.monotonic() - idle_since > _IDLE_S:
                     raise TimeoutError(f"no records for {_IDLE_S}s before offset {end}")
                 continue
@@ -165,10 +166,18 @@ def _consume(cfg, cluster: str, topic: str, partition: int, start: int, end: int
                 if err is None:
                     batch.append(m)
             feed(batch)
-            if done or (batch and batch[-1].offset() + 1 >= end):
+            # past the end at the partition's end (EOF) too: waiting for a next record there
+            # would cost a whole poll for every window that ends with a marker
+            if done or (batch and batch[-1].offset() + 1 >= end) or _past(consumer, tp, end):
                 return
     finally:
         consumer.close()
+
+
+def _past(consumer, tp, end: int) -> bool:
+    """Is the consumer's position at or past ``end``? ``read_committed`` delivers no transaction
+    marker or aborted record, so a window that ends with one is read once the position is past it."""
+    return consumer.position([tp])[0].offset >= end
 
 
 def _source_feed(cfg, w: PartitionWindow, tally):

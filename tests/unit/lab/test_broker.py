@@ -93,3 +93,35 @@ def test_exit_cause_is_the_innermost_causes_in_the_log_or_the_consoles_last_line
     )
     (tmp_path / "console.log").write_text("Error occurred during initialization of VM\nToo small maximum heap\n")
     assert exit_cause(tmp_path) == f"Too small maximum heap (see {tmp_path / 'console.log'})"
+
+
+def test_a_broker_maps_the_class_archive_when_there_is_one(tmp_path, monkeypatch):
+    from kafka_dr.lab.broker import jvm_options
+    from kafka_dr.lab.broker_archive import archive_file
+
+    monkeypatch.setenv("KAFKA_DR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KAFKA_DR_LAB_JVM_OPTS", "-XX:TieredStopAtLevel=1")
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "kafka.jar").write_bytes(b"jar")
+    assert jvm_options(jars) == ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]  # none made yet
+    archive = archive_file(jars)
+    archive.parent.mkdir()
+    archive.write_bytes(b"jsa")
+    assert jvm_options(jars)[:3] == ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", f"-XX:SharedArchiveFile={archive}"]
+    (jars / "kafka.jar").write_bytes(b"another jar")  # other jars: that archive is not theirs
+    assert not any("SharedArchiveFile" in o for o in jvm_options(jars))
+
+
+def test_an_operators_own_class_sharing_option_wins(tmp_path, monkeypatch):
+    from kafka_dr.lab.broker import jvm_options
+    from kafka_dr.lab.broker_archive import archive_file
+
+    monkeypatch.setenv("KAFKA_DR_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("KAFKA_DR_LAB_JVM_OPTS", "-Xshare:off")
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    archive = archive_file(jars)
+    archive.parent.mkdir()
+    archive.write_bytes(b"jsa")
+    assert jvm_options(jars) == ["-XX:+UseSerialGC", "-Xshare:off"]
