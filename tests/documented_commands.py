@@ -192,6 +192,9 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/python -m kafka_dr.spark.class_archive": Check(
         RUN, r"^spark class archive: /.*/spark-[0-9.]+-[0-9a-f]{8}-[0-9a-f]{8}-classes\.jsa$"
     ),
+    ".venv/bin/python -m kafka_dr.lab.broker_archive": Check(
+        RUN, r"^kafka broker class archive: /.*/kafka-broker-[0-9a-f]{10}-classes\.jsa$"
+    ),
     ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --scale-out --dir .lab-bench --base-port 27092": Check(PARSED, covered_by=BENCH),
     # docs/reliability.md: the drills run for minutes; the secure lab runs as printed
