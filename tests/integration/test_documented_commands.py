@@ -32,6 +32,7 @@ ORDER = [
     ".venv/bin/kafka-dr lab spark status",
     ".venv/bin/kafka-dr lab spark down",
     ".venv/bin/python -m kafka_dr.spark.class_archive",
+    ".venv/bin/python -m kafka_dr.lab.broker_archive",
     "make demo",
     "make check",
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental",

@@ -141,7 +141,7 @@ def last_copied_offset(
         best, deadline = None, time.monotonic() + timeout
         src, topic_b, part = flow.source.encode(), source_topic.encode(), str(partition).encode()
         while time.monotonic() < deadline:
-            msgs = c.consume(num_messages=5000, timeout=0.5)
+            msgs = c.consume(num_messages=5000, timeout=0.1)
             done = False
             for m in msgs:
                 if m.error() is not None:

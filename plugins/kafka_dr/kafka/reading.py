@@ -43,7 +43,9 @@ def read_partitions(consumer: Consumer, topic: str, partitions: list[int], timeo
     pending = dict(ends)
     deadline = time.monotonic() + timeout
     while pending and time.monotonic() < deadline:
-        for msg in consumer.consume(num_messages=10_000, timeout=0.5):
+        # short: a batch call waits its whole timeout unless it fills, so each call of a small
+        # read would cost it
+        for msg in consumer.consume(num_messages=10_000, timeout=0.1):
             if msg.error():
                 if msg.error().code() == KafkaError._PARTITION_EOF:
                     continue

@@ -249,7 +249,7 @@ def _copy(
         in_chunk = 0
         try:
             while not done and in_chunk < chunk_records:
-                msgs = source.consume(num_messages=5000, timeout=0.5)
+                msgs = source.consume(num_messages=5000, timeout=0.1)
                 if msgs:
                     last_progress = time.monotonic()
                 elif time.monotonic() - last_progress > 120:

@@ -147,7 +147,9 @@ def _consume(cfg, cluster: str, topic: str, partition: int, start: int, end: int
     try:
         idle_since = time.monotonic()
         while True:
-            msgs = consumer.consume(num_messages=10_000, timeout=0.5)
+            # a batch call waits its whole timeout unless it fills: short, or every window
+            # smaller than a batch would cost that timeout on each side
+            msgs = consumer.consume(num_messages=10_000, timeout=0.1)
             if not msgs:
                 if _past(consumer, tp, end):
                     return
