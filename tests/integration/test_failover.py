@@ -291,12 +291,14 @@ def test_failback_dag_dry_run_reports_and_changes_nothing(lab, lab_config, airfl
     assert str(run.state) == "success", _task_states(run)
     assert read_state(cfg) == before
     states = _task_states(run)
+    assert states.pop("start_flows") == "skipped", states  # a dry run starts no flow's DAG
     assert set(states) >= {
         "check_ready",
         "copy_until_caught_up",
         "data_quality_gate",
         "move_consumer_groups_back",
         "restart_flows",
+        "flows_to_start",
         "summary",
     } and set(states.values()) == {"success"}, states
 

@@ -31,6 +31,11 @@ TAGS = ["kafka-dr"]
 DEFAULT_ARGS = {"owner": "kafka-dr", "retries": 2, "retry_delay": RETRY_DELAY, "execution_timeout": SHORT_TASK}
 
 
+def replication_dag_id(flow: str) -> str:
+    """The DAG that runs a flow's replication job (one place: the failback starts it by name)."""
+    return f"dr_replicate_{flow}"
+
+
 #: A DAG without a schedule is an operator's action (failover, failback, preflight): when the
 #: executor is full, which in an outage it is with periodic tasks waiting out timeouts on the
 #: dead cluster, its tasks are queued before theirs.

@@ -5,7 +5,8 @@ Steps (each a task, each safe to re-run; see :mod:`kafka_dr.workflows.failback`)
 check both clusters and the mode -> copy until caught up (``resync``: the normal flows both
 ways; ``reseed``: the seeding pipeline into an empty cluster) -> gate (the clusters hold the
 same records; a failure names every difference and stops here) -> move consumer groups back ->
-restart the normal flows and record the active cluster -> summary (log, XCom, notification).
+restart the normal flows and record the active cluster -> start the continuous flows' DAGs
+now (their supervisors would at their next tick) -> summary (log, XCom, notification).
 ``dry_run`` (the default) changes nothing and reports what would happen.
 
 The CLI twin is ``kafka-dr failback --recovered east --survivor west --mode resync [--dry-run]``.
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from airflow.providers.standard.operators.trigger_dagrun import TriggerDagRunOperator
 from airflow.sdk import DAG, Param, task
 
-from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag, replication_dag_id
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.airflow.params import SECTION_SAFETY, cluster_param, dry_run_param, force_param, groups_param
-from kafka_dr.core.config import DrConfig
+from kafka_dr.core.config import DrConfig, FlowMode
 from kafka_dr.core.failback import MODES, RESYNC
 
 
@@ -141,6 +143,18 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
             return restart_flows(_run(context))
 
+        @task(task_id="flows_to_start")
+        def to_start(restarted: dict, **context) -> list[str]:
+            """The DAGs of the restarted continuous flows: the drain that follows waits on them."""
+            if context["params"]["dry_run"]:
+                return []
+            names = set(restarted["flows"])
+            return [
+                replication_dag_id(f.name)
+                for f in cfg.flows
+                if f.name in names and f.enabled and f.mode is FlowMode.CONTINUOUS
+            ]
+
         @task(task_id="summary", retries=1, on_failure_callback=alerts)
         def summarize(checked: dict, copied: dict, gated: dict, moved: list, restarted: dict, **context) -> dict:
             from kafka_dr.workflows.failback import format_summary
@@ -166,6 +180,11 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
 
         c, cp, gt, g, r = check(), copy(), gate_task(), groups(), restart()
         c >> cp >> gt >> g >> r
+        # a run of each flow's DAG now (queued behind a run still active): the flows copy again
+        # within seconds of the failback, not at their supervisor's next tick
+        TriggerDagRunOperator.partial(task_id="start_flows", retries=1, on_failure_callback=alerts).expand(
+            trigger_dag_id=to_start(r)
+        )
         summarize(c, cp, gt, g, r)
     return dag
 

@@ -29,7 +29,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.providers.common.compat.sdk import AirflowException
 from airflow.sdk import DAG, task
 
-from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
+from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag, replication_dag_id
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 from kafka_dr.spark.class_archive import with_class_archive
@@ -154,7 +154,7 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
         # the job stops itself at its max duration; the margin lets it finish its last batch
         timeout = timedelta(seconds=duration) + LONG_TASK
     with kafka_dr_dag(
-        f"dr_replicate_{flow.name}",
+        replication_dag_id(flow.name),
         f"Replicate {flow.source} -> {flow.target} ({flow.loop_policy.value}, {flow.mode.value})",
         schedule if flow.enabled else None,
         __doc__,
@@ -194,9 +194,10 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             # the job gave up (a cluster stays unreachable, a refusal); not a killed driver
             on_failure_callback=failure_callbacks(cfg.alerts, quiet=(DriverKilled,)),
             # the first retry soon (a driver killed with its task by a scheduler's restart is
-            # copying nothing meanwhile), later ones slower (a crash loop)
+            # copying nothing meanwhile): 5-10 s, as Airflow spreads each delay up to twice its
+            # base; later ones slower (a crash loop)
             retries=3,
-            retry_delay=pendulum.duration(seconds=10),
+            retry_delay=pendulum.duration(seconds=5),
             retry_exponential_backoff=2.0,
             max_retry_delay=pendulum.duration(seconds=120),
             execution_timeout=timeout,
