@@ -1,9 +1,9 @@
 """The comparison dataset: one row per flow topic-partition window with both sides' figures.
 
-Records are read by Spark tasks, never by the driver: a PySpark batch data source
-(``format("kafka_dr_dq_windows")``) has one input partition per window; its task reads the
-source's offset range, then the target's, with librdkafka (``read_committed``) and keeps the
-window's figures as it goes (:class:`~kafka_dr.core.window_tally.WindowTally`), with the same
+Records are read by Spark tasks, never by the driver: the windows are spread one per partition
+of an RDD; a window's task reads the source's offset range, then the target's, with librdkafka
+(``read_committed``) and keeps the window's figures as it goes
+(:class:`~kafka_dr.core.window_tally.WindowTally`), with the same
 code the replication uses for what is eligible (the flow's :class:`~kafka_dr.core.loop.Router`)
 and the same identity and digest (:mod:`kafka_dr.core.dq`). A task yields one row: key, value
 and headers never leave it, no per-record row is shuffled, and windows spread over the
@@ -14,34 +14,23 @@ settings translated from librdkafka's names (SASL, SSL, secret references) into 
 loop policy re-expressed in SQL, and a join of per-record rows costs a shuffle of every record
 of both sides; copies sit on the target in source order, so one ordered pass per side finds
 missing, duplicated, unexpected and out-of-order records exactly. Measured in
-docs/data-quality.md.
+docs/data-quality.md. Why an RDD and not a PySpark data source: a data source is planned in
+Python workers the driver starts first (seconds per run before the first task); an RDD of
+windows has only the executors' tasks.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import os
 import time
-from collections.abc import Iterator
-from dataclasses import asdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafka_dr.core.dq import COMPARISON_COLUMNS, PartitionWindow
 
-_TYPES = {
-    "partition": "long",
-    "latency_p50_ms": "double",
-    "latency_p99_ms": "double",
-    "source_checksum": "string",
-    "target_checksum": "string",
-    "detail": "string",
-}
-_STRINGS = {"kind", "flow", "source", "target", "topic", "target_topic"}
 #: the rows' columns: the comparison's, then the first target offset of a copy in flight
 ROW_COLUMNS = (*COMPARISON_COLUMNS, "first_in_flight")
-ROW_SCHEMA = ", ".join(f"{c} {_TYPES.get(c, 'string' if c in _STRINGS else 'long')}" for c in ROW_COLUMNS)
 _IDLE_S = 120  # a range that yields nothing for this long while short of its end is an error
 
 _configs: dict[tuple, object] = {}
@@ -57,38 +46,11 @@ def _config(path: str):
     return cfg
 
 
-class WindowPart(InputPartition):
-    """One window, both sides."""
-
-    def __init__(self, window: PartitionWindow) -> None:
-        self.window = window
-
-
-class WindowsReader(DataSourceReader):
-    def __init__(self, options: dict) -> None:
-        self.options = dict(options)
-
-    def partitions(self) -> list[InputPartition]:
-        return [WindowPart(PartitionWindow(**d)) for d in json.loads(self.options["windows"])]
-
-    def read(self, part: WindowPart) -> Iterator:
-        row = compare_window(self.options["config"], part.window, int(self.options["latency_since_ms"]))
-        yield tuple(row[c] for c in ROW_COLUMNS)
-
-
-class WindowsSource(DataSource):
-    """Options: ``config`` (the kafka-dr YAML, readable by the tasks), ``windows`` (JSON list
-    of :class:`~kafka_dr.core.dq.PartitionWindow` fields), ``latency_since_ms``."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafka_dr_dq_windows"
-
-    def schema(self) -> str:
-        return ROW_SCHEMA
-
-    def reader(self, schema) -> DataSourceReader:
-        return WindowsReader(self.options)
+def _compare_windows(config_path: str, latency_since_ms: int, windows: Iterable[PartitionWindow]) -> Iterator[dict]:
+    """A task's windows compared, one row each."""
+    for w in windows:
+        row = compare_window(config_path, w, latency_since_ms)
+        yield {c: row[c] for c in ROW_COLUMNS}
 
 
 def compare_window(config_path: str, w: PartitionWindow, latency_since_ms: int) -> dict:
@@ -244,20 +206,12 @@ def _stable_end(cfg, cluster: str, topic: str, partition: int) -> int:
     return query_offsets(admin, {TopicPartition(topic, partition): OffsetSpec.latest()})[(topic, partition)]
 
 
-def comparison_frame(spark, config_path: str, windows: list[PartitionWindow], latency_since_ms: int = 0):
-    """One row per window with both sides' figures (``kind = 'partition'``), read lazily by
-    one Spark task per window. Latency percentiles are over the copies first made at or after
-    ``latency_since_ms``."""
-    spark.dataSource.register(WindowsSource)
-    return (
-        spark.read.format("kafka_dr_dq_windows")
-        .option("config", str(Path(config_path).resolve()))  # tasks run in executors' own folders
-        .option("windows", json.dumps([asdict(w) for w in windows]))
-        .option("latency_since_ms", str(latency_since_ms))
-        .load()
-    )
-
-
 def comparison_rows(spark, config_path: str, windows: list[PartitionWindow], latency_since_ms: int = 0) -> list[dict]:
-    """:func:`comparison_frame` computed: one small dict per window."""
-    return [r.asDict() for r in comparison_frame(spark, config_path, windows, latency_since_ms).collect()]
+    """One row per window with both sides' figures (``kind = 'partition'``), each window read by
+    a Spark task of its own. Latency percentiles are over the copies first made at or after
+    ``latency_since_ms``."""
+    if not windows:
+        return []
+    path = str(Path(config_path).resolve())  # tasks run in executors' own folders
+    compare = functools.partial(_compare_windows, path, latency_since_ms)
+    return spark.sparkContext.parallelize(windows, len(windows)).mapPartitions(compare).collect()
