@@ -40,7 +40,13 @@ from kafka_dr.kafka.copy_tuning import CopyTuning, read_wait
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.refusals import Chunk
 from kafka_dr.kafka.target_limits import RESIZES, TargetLimits, size_refusal
-from kafka_dr.kafka.transactions import PartitionProducers, abort_quietly, resume_abort, watched_call
+from kafka_dr.kafka.transactions import (
+    OFFSETS_CALL_SECONDS,
+    PartitionProducers,
+    abort_quietly,
+    resume_abort,
+    watched_call,
+)
 
 log = logging.getLogger(__name__)
 
@@ -368,9 +374,11 @@ class ChunkLoop:
                 f"{chunk.first_offset}..{next_offset - 1} rolled back, redone by a fresh producer"
             )
         meta = encode_metadata(spec.topic, int(self.owner.clock() * 1000))
-        with watched_call(self.owner, 30):
+        with watched_call(self.owner, OFFSETS_CALL_SECONDS):
             producer.send_offsets_to_transaction(
-                [TopicPartition(spec.target_topic, spec.partition, next_offset, meta)], self.group_meta, 30
+                [TopicPartition(spec.target_topic, spec.partition, next_offset, meta)],
+                self.group_meta,
+                OFFSETS_CALL_SECONDS,
             )
         with watched_call(self.owner, 60):
             producer.commit_transaction(60)

@@ -37,6 +37,7 @@ from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import read_progress
 from kafka_dr.kafka.target_limits import TargetLimits, size_refusal
 from kafka_dr.kafka.transactions import (
+    OFFSETS_CALL_SECONDS,
     Reports,
     abort_quietly,
     discard,
@@ -458,14 +459,14 @@ class TaskCopier:
                 f"({self._reports.lost[0].str()}); {span} rolled back, redone by a fresh producer"
             )
         now_ms = int(self.clock() * 1000)
-        with watched_call(self, 30):
+        with watched_call(self, OFFSETS_CALL_SECONDS):
             producer.send_offsets_to_transaction(
                 [
                     TopicPartition(p.spec.target_topic, p.spec.partition, p.next, encode_metadata(p.spec.topic, now_ms))
                     for p in touched
                 ],
                 group_meta,
-                30,
+                OFFSETS_CALL_SECONDS,
             )
         with watched_call(self, 60):
             producer.commit_transaction(60)

@@ -32,7 +32,11 @@ log = logging.getLogger(__name__)
 
 #: how long past its own timeout a transactional call may run before the streaming task that
 #: watches the copy counts it hung (:func:`watched_call`)
-CALL_GRACE_SECONDS = 15.0
+CALL_GRACE_SECONDS = 5.0
+#: ``send_offsets_to_transaction``'s own timeout: a healthy call takes milliseconds, one that
+#: meets a group coordinator moving after a broker's restart a few seconds; a hung one
+#: (librdkafka#5511) is given up 20 s after it began
+OFFSETS_CALL_SECONDS = 15.0
 
 
 @contextlib.contextmanager

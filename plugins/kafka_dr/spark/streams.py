@@ -46,7 +46,7 @@ from kafka_dr.kafka.transactions import CALL_GRACE_SECONDS
 GRACE_SECONDS = 30.0
 
 #: a thread inside one chunk for this long is stuck: longer than the slowest legitimate
-#: chunk commit (flush up to 120 s, offsets 30 s, commit 60 s)
+#: chunk commit (flush up to 120 s, offsets 15 s, commit 60 s)
 STUCK_SECONDS = 240.0
 #: a task still running this long past its end has a frozen worker (the task's own loop ends it
 #: on time otherwise): its threads' stacks are dumped, well before the driver's stall limit
@@ -194,11 +194,17 @@ class _Stream:
         self.thread.start()
         return self
 
-    def stop(self) -> None:
-        """End the copy after its current transaction, and wait for it (a task's partitions changed)."""
+    def stop(self) -> bool:
+        """End the copy after its current transaction, and wait for it (a task's partitions
+        changed); False, without waiting longer, once it is :meth:`stuck` in a Kafka call."""
         with self.lock:
             self.lease = 0.0
-        self.thread.join(STUCK_SECONDS)
+        deadline = time.monotonic() + STUCK_SECONDS
+        while self.thread.is_alive() and time.monotonic() < deadline:
+            if self.stuck(time.monotonic()):
+                return False
+            self.thread.join(0.1)
+        return not self.thread.is_alive()
 
     def stuck(self, now: float) -> bool:
         """Alive but no loop round for :data:`STUCK_SECONDS`, or inside a transactional call well
@@ -259,7 +265,7 @@ def run_task(
     faulthandler.dump_traceback_later(seconds + FROZEN_DUMP_SECONDS, exit=False)
     try:
         streams = (
-            _task_streams(ranges, task_end, marker, key, copier_for)
+            _task_streams(ranges, task_end, marker, key, copier_for, forget, flow)
             if whole
             else _partition_streams(ranges, task_end, marker, key, copier_for)
         )
@@ -297,13 +303,21 @@ def _partition_streams(ranges, task_end: float, marker: str | None, key: tuple, 
     return streams
 
 
-def _task_streams(ranges, task_end: float, marker: str | None, key: tuple, copier_for) -> dict[tuple, _Stream]:
+def _task_streams(
+    ranges, task_end: float, marker: str | None, key: tuple, copier_for, forget, flow: str
+) -> dict[tuple, _Stream]:
     k = (*key, TASK)
     specs = [RangeSpec(topic, p, start, OPEN, target) for topic, p, start, target in ranges]
     s = _renewed(k, task_end)
     if s is not None and [(x.topic, x.partition) for x in s.specs] != [(x.topic, x.partition) for x in specs]:
-        s.stop()  # the flow's partitions changed (a topic was added): a new copy for the new set
+        # the flow's partitions changed (a topic was added): a new copy for the new set, once
+        # the old one has ended its transaction; one stuck in a Kafka call fails the task now,
+        # as a stuck attached copy does, rather than holding it until the query's stall limit
+        stopped = s.stop()
         _streams.pop(k, None)
+        if not stopped:
+            forget((TASK,))
+            raise _not_returned(flow, [s])
         if s.error is not None:
             raise s.error
         s = None
@@ -338,12 +352,7 @@ def _attached(
             for s in stuck:
                 _streams.pop((*key, *key_of[id(s)]), None)
                 forget(key_of[id(s)])
-            names = ", ".join(s.names() for s in stuck)
-            raise RuntimeError(
-                f"flow {flow}: {names}: a Kafka call did not return in time (a transactional call "
-                f"{CALL_GRACE_SECONDS:.0f}s past its own timeout, or no progress for {STUCK_SECONDS:.0f}s; "
-                f"librdkafka #5511 after a target restart?); restarting the query"
-            )
+            raise _not_returned(flow, stuck)
         time.sleep(0.05)
     if stopping():  # the driver's graceful stop: let every thread end its transaction, count all
         for s in running:
@@ -356,6 +365,15 @@ def _attached(
         raise failed[0].error
     by_partition = {k: s for s in running for k in s.tallies}
     return [by_partition[(topic, p)].snapshot(topic, p, start) for topic, p, start, _ in ranges]
+
+
+def _not_returned(flow: str, stuck: list[_Stream]) -> RuntimeError:
+    names = ", ".join(s.names() for s in stuck)
+    return RuntimeError(
+        f"flow {flow}: {names}: a Kafka call did not return in time (a transactional call "
+        f"{CALL_GRACE_SECONDS:.0f}s past its own timeout, or no progress for {STUCK_SECONDS:.0f}s; "
+        f"librdkafka #5511 after a target restart?); restarting the query"
+    )
 
 
 @functools.cache

@@ -258,6 +258,39 @@ def test_a_whole_task_whose_partitions_changed_replaces_its_copy():
     assert [(r["topic"], r["start"]) for r in rows][0][0] == "t" and rows[1]["topic"] == "u"
 
 
+def test_a_whole_task_whose_partitions_changed_does_not_wait_for_a_hung_call(monkeypatch):
+    """The old copy is inside a transactional call that does not return (librdkafka#5511 after
+    a target restart): the new task fails once the call is past its deadline, naming the old
+    copy's partitions, and the copier is forgotten (a fresh one fences the hung producer);
+    it does not wait out STUCK_SECONDS for the old copy to end."""
+    from kafka_dr.kafka import transactions
+
+    monkeypatch.setattr(transactions, "CALL_GRACE_SECONDS", 0.05)
+    forgotten, release = [], threading.Event()
+
+    class Hangs(FakeTaskCopier):
+        def copy(self, specs, until, on_commit, may_redo):
+            self.specs_seen.append([(s.topic, s.partition) for s in specs])
+            until()
+            with transactions.watched_call(self, 0.2):  # its timeout passes, the call goes on
+                release.wait(5)
+            return []
+
+    copier = Hangs()
+    streams.run_task([("t", 0, 0, "t")], 0.05, None, ("k",), lambda _k: copier, forgotten.append, "f", whole=True)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(RuntimeError, match=r"t\[0\]: a Kafka call did not return in time"):
+            streams.run_task(
+                [("t", 0, 0, "t"), ("u", 0, 0, "u")], 5, None, ("k",), lambda _k: copier, forgotten.append, "f", True
+            )
+        assert time.monotonic() - t0 < 1.0 and streams.STUCK_SECONDS == 240.0
+        assert forgotten == [(streams.TASK,)] and ("k", streams.TASK) not in streams._streams
+        assert copier.specs_seen == [[("t", 0)]], "no copy of the new set was started beside the hung one"
+    finally:
+        release.set()
+
+
 def test_a_stuck_whole_task_names_all_its_partitions(monkeypatch):
     monkeypatch.setattr(streams, "STUCK_SECONDS", 0.05)
     forgotten = []
