@@ -121,6 +121,9 @@ class FlowConfig:
     schedule: str | None = None  #: for incremental flows; continuous flows are supervised
     max_duration_seconds: int | None = None
     topic_refresh_seconds: int = 30
+    #: the copiers' producers' ``transaction.timeout.ms`` (and their delivery timeout at most
+    #: this): a transaction its copier abandoned is aborted by the target this long after it began
+    transaction_timeout_seconds: int = 60
     dead_letter_topic: str | None = None
     enabled: bool = True
 

@@ -46,6 +46,7 @@ FLOW_KEYS = {
     "schedule",
     "max_duration_seconds",
     "topic_refresh_seconds",
+    "transaction_timeout_seconds",
     "dead_letter_topic",
     "enabled",
 }
@@ -203,7 +204,12 @@ def parse_flows(
         )
         max_dur = ctx.typed(f.get("max_duration_seconds"), f"{path}.max_duration_seconds", int)
         refresh = ctx.typed(f.get("topic_refresh_seconds"), f"{path}.topic_refresh_seconds", int, 30)
-        for key, value in (("max_duration_seconds", max_dur), ("topic_refresh_seconds", refresh)):
+        txn = ctx.typed(f.get("transaction_timeout_seconds"), f"{path}.transaction_timeout_seconds", int, 60)
+        for key, value in (
+            ("max_duration_seconds", max_dur),
+            ("topic_refresh_seconds", refresh),
+            ("transaction_timeout_seconds", txn),
+        ):
             if value is not None and value <= 0:
                 ctx.err(f"{path}.{key}", f"must be positive, got {value}")
         flows.append(
@@ -219,6 +225,7 @@ def parse_flows(
                 schedule=schedule,
                 max_duration_seconds=max_dur,
                 topic_refresh_seconds=refresh,
+                transaction_timeout_seconds=txn,
                 dead_letter_topic=ctx.typed(f.get("dead_letter_topic"), f"{path}.dead_letter_topic", str),
                 enabled=ctx.typed(f.get("enabled"), f"{path}.enabled", bool, True),
             )

@@ -93,8 +93,10 @@ def transactional_producer(
             "linger.ms": 10,
             "batch.size": 1_000_000,  # the copiers size it to the target topics' limits (target_limits.producer_sizing)
             "compression.type": "lz4",
-            "transaction.timeout.ms": 60_000,
-            "delivery.timeout.ms": 60_000,  # a refused or unreachable target surfaces within a minute
+            "transaction.timeout.ms": flow.transaction_timeout_seconds * 1000,
+            # a refused or unreachable target surfaces within a minute; librdkafka wants a
+            # transactional producer's delivery timeout within its transaction timeout
+            "delivery.timeout.ms": min(60_000, flow.transaction_timeout_seconds * 1000),
             "queue.buffering.max.messages": 500_000,
             "queue.buffering.max.kbytes": 512 * 1024,
             **(overrides or {}),
@@ -137,8 +139,9 @@ def fence(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, txn_i
     partitions, :mod:`kafka_dr.kafka.task_copier`). Two ids on one partition fence nothing of
     each other by themselves, so each kind fences the other's ids before it copies."""
     for txn_id in txn_ids:
+        timeout_ms = flow.transaction_timeout_seconds * 1000
         conf = one_shot_transactional_config(
-            cfg.cluster(flow.target), resolve, txn_id, **{"transaction.timeout.ms": 60_000}
+            cfg.cluster(flow.target), resolve, txn_id, **{"transaction.timeout.ms": timeout_ms}
         )
         init_transactions(Producer(conf), flow, txn_id)
 

@@ -183,11 +183,13 @@ def restarts_logged(log: Path) -> int:
     return sum(1 for ln in log.read_text(errors="replace").splitlines() if "query failed" in ln and "restart" in ln)
 
 
-def flow_config(lab_config: Path, workdir: Path, topic: str) -> Path:
+def flow_config(lab_config: Path, workdir: Path, topic: str, transaction_timeout_s: int | None = None) -> Path:
     """The lab's config narrowed to one topic (drills never copy each other's records)."""
     doc = yaml.safe_load(lab_config.read_text())
     for f in doc["flows"]:
         f["topics"] = {"allow": [topic]}
+        if transaction_timeout_s is not None:
+            f["transaction_timeout_seconds"] = transaction_timeout_s
     path = workdir / f"kafka-dr.{topic}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -280,8 +282,19 @@ class Drill:
     :class:`~kafka_dr.lab.lab.Lab`; for ``network-cut`` it must have been started with
     ``proxied=("west",)``."""
 
-    def __init__(self, lab, workdir: Path, partitions: int = 4, seed: int = 7, say=print, proxy=None) -> None:
+    def __init__(
+        self,
+        lab,
+        workdir: Path,
+        partitions: int = 4,
+        seed: int = 7,
+        say=print,
+        proxy=None,
+        transaction_timeout_s: int | None = None,
+    ) -> None:
         self.lab, self.workdir, self.partitions, self.proxy = lab, Path(workdir), partitions, proxy
+        #: the flows' ``transaction_timeout_seconds`` (None: the config's default)
+        self.transaction_timeout_s = transaction_timeout_s
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.rng = random.Random(seed)
         self.say = say
@@ -293,7 +306,7 @@ class Drill:
         from kafka_dr.kafka.topics import ensure_topic
 
         topic = f"drill.{fault}.{uuid.uuid4().hex[:6]}"
-        config = flow_config(self.lab.config_file, self.workdir, topic)
+        config = flow_config(self.lab.config_file, self.workdir, topic, self.transaction_timeout_s)
         cfg = load_config(config)
         ensure_topic(clients.admin(cfg.cluster("east")), topic, partitions=self.partitions)
         self.last_topic, self.last_config = topic, config

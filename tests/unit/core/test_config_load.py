@@ -46,6 +46,7 @@ FULL = textwrap.dedent(
         mode: incremental
         max_duration_seconds: 600
         topic_refresh_seconds: 15
+        transaction_timeout_seconds: 20
         dead_letter_topic: _dr.dlq
       - source: west
         target: east
@@ -116,6 +117,7 @@ def test_full_config_parses_into_typed_values():
     assert f0.schedule == "*/5 * * * *"  # default for incremental flows
     assert f0.max_duration_seconds == 600
     assert f0.topic_refresh_seconds == 15
+    assert f0.transaction_timeout_seconds == 20
     assert f0.dead_letter_topic == "_dr.dlq"
     assert f0.enabled is True
 
@@ -128,6 +130,7 @@ def test_full_config_parses_into_typed_values():
     assert f1.schedule is None
     assert f1.max_duration_seconds is None
     assert f1.topic_refresh_seconds == 30
+    assert f1.transaction_timeout_seconds == 60
     assert f1.enabled is False
     assert cfg.flows_from("east") == (f0,) and cfg.flows_into("east") == (f1,)
 
@@ -609,7 +612,9 @@ def test_unhashable_yaml_key_is_a_config_error():
 def test_other_section_problems():
     def edit(d):
         d["internal_prefix"] = ""
-        d["flows"][0].update(prefix_separator="/", max_duration_seconds=0, topic_refresh_seconds=True)
+        d["flows"][0].update(
+            prefix_separator="/", max_duration_seconds=0, topic_refresh_seconds=True, transaction_timeout_seconds=-5
+        )
         d["thresholds"] = {
             "replication_lag_max_records": 1.5,
             "latency_p99_max_seconds": -1,
@@ -625,6 +630,7 @@ def test_other_section_problems():
         ("flows[0].prefix_separator", "bad separator '/'"),
         ("flows[0].topic_refresh_seconds", "expected int, got a boolean"),
         ("flows[0].max_duration_seconds", "must be positive, got 0"),
+        ("flows[0].transaction_timeout_seconds", "must be positive, got -5"),
         ("thresholds.heartbeat_max_age_seconds", "expected a number, got str 'soon'"),
         ("thresholds.replication_lag_max_records", "expected an integer, got float 1.5"),
         ("thresholds.latency_p99_max_seconds", "must not be negative, got -1.0"),

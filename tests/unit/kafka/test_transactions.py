@@ -158,3 +158,21 @@ def test_closing_a_copier_purges_what_its_producers_hold_and_flushes_nothing(mon
     task.close()
     assert held.calls == ["purge"] and task_held.calls == ["purge"]
     assert not ranges.producers.held and task._producer is None
+
+
+def test_the_flows_transaction_timeout_bounds_its_transactions_and_deliveries(monkeypatch):
+    import dataclasses
+
+    from confluent_kafka import Producer
+
+    cfg, flow = _setup(monkeypatch, transactions)
+    for seconds, delivery_ms in ((60, 60_000), (20, 20_000), (300, 60_000)):
+        _Recorded.made = []
+        short = dataclasses.replace(flow, transaction_timeout_seconds=seconds)
+        transactions.transactional_producer(cfg, short, None, "dr.east_to_west.orders.0", transactions.Reports())
+        transactions.fence(cfg, short, None, ["dr.east_to_west.task"])
+        own, fencing = _Recorded.made
+        assert own.conf["transaction.timeout.ms"] == fencing.conf["transaction.timeout.ms"] == seconds * 1000
+        assert own.conf["delivery.timeout.ms"] == delivery_ms
+        # librdkafka itself accepts the pair (it refuses a delivery timeout past the transaction's)
+        Producer({k: v for k, v in own.conf.items() if k not in ("on_delivery", "error_cb")}).flush(0)
