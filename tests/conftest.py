@@ -100,20 +100,35 @@ def pytest_configure(config):
     config.addinivalue_line("markers", f"{WHOLE_MACHINE}: runs while no other test of the suite runs")
 
 
+class MachineShare:
+    """What a test holds of the machine; an exclusive holder can :meth:`share` it once the
+    part that needs the machine alone is over."""
+
+    def __init__(self, gate=None, machine=None) -> None:
+        self._gate, self._machine = gate, machine
+
+    def share(self) -> None:
+        """From alone to shared: the others' tests start again beside this one's rest."""
+        if self._machine is not None and self._gate is not None:
+            fcntl.flock(self._machine, fcntl.LOCK_SH)  # only gate holders wait for the machine
+            fcntl.flock(self._gate, fcntl.LOCK_UN)
+            self._gate = None
+
+
 @contextmanager
 def machine_share(exclusive: bool):
     """Every test of a parallel run holds the machine shared; a ``whole_machine`` one alone.
     Two flocks, so a waiting exclusive holder is not starved: everyone passes a gate (held
     briefly by a test, and throughout by an exclusive one) before taking the machine."""
     if "PYTEST_XDIST_WORKER" not in os.environ:
-        yield
+        yield MachineShare()
         return
     with open(MACHINE_LOCK.with_suffix(".gate"), "a") as gate, open(MACHINE_LOCK, "a") as machine:
         fcntl.flock(gate, fcntl.LOCK_EX)
         fcntl.flock(machine, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         if not exclusive:
             fcntl.flock(gate, fcntl.LOCK_UN)
-        yield
+        yield MachineShare(gate if exclusive else None, machine)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -17,6 +17,8 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -48,19 +50,46 @@ SINGLE_FAULTS = set(FLOWING_AGAIN_S)
 RTO_S = 60.0
 
 
+#: the game day's line once its traffic has stopped: what follows (reading both clusters, its
+#: data-quality run, stopping everything) is bounded by nothing but correctness
+TRAFFIC_STOPPED = "] traffic stopped: "
+
+
+def _run_sharing_after_traffic(command: list[str], share, timeout: float) -> tuple[int, list[str], str]:
+    """Run ``command``; the machine is handed back to the other tests once its traffic stopped."""
+    with tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
+        killer = threading.Timer(timeout, proc.kill)
+        killer.start()
+        lines = []
+        try:
+            for line in proc.stdout:
+                lines.append(line.rstrip("\n"))
+                if TRAFFIC_STOPPED in line:
+                    share.share()
+            code = proc.wait()
+        finally:
+            killer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+        err.seek(0)
+        return code, lines, err.read()
+
+
 @pytest.fixture(scope="module")
 def game_day():
     """The command's exit status, its output and its JSON line; the lab is wiped afterwards."""
     shutil.rmtree(FOLDER, ignore_errors=True)
     command = [".venv/bin/kafka-dr", "gameday", "--short", "--dir", str(FOLDER), "--base-port", str(BASE_PORT)]
-    with machine_share(exclusive=True):  # no other test's JVMs beside it: its recovery bounds are the product's
-        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=2300)
-    lines = done.stdout.strip().splitlines()
-    tail = "\n".join(lines[-40:]) + "\n" + done.stderr[-3000:]
-    try:
-        yield done.returncode, tail, json.loads(lines[-1]) if lines else {}
-    finally:
-        Lab(FOLDER / "lab").down(wipe=False)  # the clusters this test started again; logs stay
+    # No other test's JVMs beside its faults: their recovery bounds are the product's. Once its
+    # traffic has stopped, the other tests run beside the rest of it.
+    with machine_share(exclusive=True) as share:
+        code, lines, stderr = _run_sharing_after_traffic(command, share, timeout=2300)
+        tail = "\n".join(lines[-40:]) + "\n" + stderr[-3000:]
+        try:
+            yield code, tail, json.loads(lines[-1]) if lines else {}
+        finally:
+            Lab(FOLDER / "lab").down(wipe=False)  # the clusters this test started again; logs stay
 
 
 def _clusters_read_again() -> dict[str, dict]:

@@ -19,6 +19,7 @@ from kafka_dr.gameday.faults import BROKER_START_TIMEOUT_S
 from kafka_dr.gameday.model import NAMES, Move, Stored
 from kafka_dr.gameday.proof import read_cluster
 from kafka_dr.gameday.readers import Readers
+from kafka_dr.gameday.script import Pace
 from kafka_dr.gameday.traffic import Traffic
 
 RUN_TIMEOUT_S = 900.0
@@ -62,9 +63,7 @@ def _operator_run(d: Deployment, dag_id: str, conf: dict) -> tuple[float, float,
     return triggered, time.time(), run["state"], _summary(d, dag_id, run_id)
 
 
-def run_disaster(
-    d: Deployment, traffic: Traffic, readers: Readers, on_west_s: float, say=print, data_quality: bool = True
-) -> DisasterLog:
+def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, pace: Pace, say=print) -> DisasterLog:
     log = DisasterLog()
     groups = NAMES.group(EAST)  # the group of the app that moves; west's own group stays
     east, west = d.cfg.cluster(EAST), d.cfg.cluster(WEST)
@@ -72,7 +71,7 @@ def run_disaster(
     say("disaster: east's brokers killed")
     log.east_down_at = time.time()
     d.lab.kill(EAST)
-    time.sleep(10)
+    time.sleep(pace.failover_after_s)
 
     say("disaster: dr_failover east -> west triggered through the REST API")
     conf = {"failed_cluster": EAST, "surviving_cluster": WEST, "consumer_groups": groups, "dry_run": False}
@@ -88,7 +87,7 @@ def run_disaster(
     # east-origin records cannot reach west any more (east is down, its flows stopped): what
     # west holds of them now is what it held at the failover
     log.west_at_failover = read_cluster(west, NAMES)
-    time.sleep(on_west_s)
+    time.sleep(pace.on_west_s)
 
     say("disaster: east started again")
     d.lab.start(EAST, BROKER_START_TIMEOUT_S)
@@ -99,7 +98,7 @@ def run_disaster(
         "surviving_cluster": WEST,
         "mode": "resync",
         "consumer_groups": groups,
-        "data_quality": data_quality,
+        "data_quality": pace.failback_data_quality,
         "dry_run": False,
     }
     log.failback_triggered_at, log.failback_done_at, log.failback_state, log.failback_summary = _operator_run(

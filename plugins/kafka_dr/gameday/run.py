@@ -237,7 +237,7 @@ def run_gameday(
             say(f"fault: {step.fault}")
             if step.fault == DISASTER:
                 ready.result()  # an operator fails over a deployment that was ready for it
-                disaster = run_disaster(d, traffic, readers, pace.on_west_s, say, pace.failback_data_quality)
+                disaster = run_disaster(d, traffic, readers, pace, say)
                 injected.append(faults.Injected(DISASTER, disaster.east_down_at, disaster.east_back_at))
             else:
                 injected.append(FAULTS[step.fault](d))

@@ -67,6 +67,8 @@ class Pace:
     #: the next fault waits this long at most for the last one's flows to flow again, so that
     #: each fault's recovery is measured on its own
     recovery_timeout_s: float = 300.0
+    #: from east's death to the operator's failover trigger
+    failover_after_s: float = 10.0
     #: how long the moved app runs on west before east comes back
     on_west_s: float = 60.0
     #: after the last fault, before the traffic stops: its recovery is measured too
@@ -89,6 +91,7 @@ SHORT = Pace(
     recovery_s=8.0,
     traffic_rate=30.0,
     recovery_timeout_s=180.0,
+    failover_after_s=2.0,
     on_west_s=10.0,
     tail_s=5.0,
     latency_window_s=30,
