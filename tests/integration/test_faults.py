@@ -95,7 +95,7 @@ def test_soak_at_steady_load(lab, tmp_path):
     50 s soak outlasts two of those and many progress commits: a leaked transaction would be
     aborted inside it, and its records missed."""
     seconds = float(os.environ.get("KAFKA_DR_SOAK_SECONDS", "50"))
-    drill = Drill(lab, tmp_path, transaction_timeout_s=20 if seconds < 120 else None)
+    drill = Drill(lab, tmp_path, transaction_timeout_s=20 if seconds <= 120 else None)
     result = drill.soak(seconds, sample_every=5 if seconds < 120 else 10)
     cfg = load_config(drill.last_config)
     assert seconds > 2 * cfg.flows[0].transaction_timeout_seconds, (seconds, cfg.flows[0])

@@ -83,6 +83,7 @@ def transactional_producer(
 ) -> Producer:
     """A copier's producer on the flow's target, its transactions initialised (which fences
     every earlier producer of ``txn_id`` and aborts its open transaction)."""
+    timeout_ms = flow.transaction_timeout_seconds * 1000
     conf = client_config(
         cfg.cluster(flow.target),
         resolve,
@@ -93,10 +94,10 @@ def transactional_producer(
             "linger.ms": 10,
             "batch.size": 1_000_000,  # the copiers size it to the target topics' limits (target_limits.producer_sizing)
             "compression.type": "lz4",
-            "transaction.timeout.ms": flow.transaction_timeout_seconds * 1000,
+            "transaction.timeout.ms": timeout_ms,
             # a refused or unreachable target surfaces within a minute; librdkafka wants a
             # transactional producer's delivery timeout within its transaction timeout
-            "delivery.timeout.ms": min(60_000, flow.transaction_timeout_seconds * 1000),
+            "delivery.timeout.ms": min(60_000, timeout_ms),
             "queue.buffering.max.messages": 500_000,
             "queue.buffering.max.kbytes": 512 * 1024,
             **(overrides or {}),
@@ -138,8 +139,8 @@ def fence(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, txn_i
     one (fixed ranges, ``--tasks`` > 1) or a streaming task's (one id for the flow's
     partitions, :mod:`kafka_dr.kafka.task_copier`). Two ids on one partition fence nothing of
     each other by themselves, so each kind fences the other's ids before it copies."""
+    timeout_ms = flow.transaction_timeout_seconds * 1000
     for txn_id in txn_ids:
-        timeout_ms = flow.transaction_timeout_seconds * 1000
         conf = one_shot_transactional_config(
             cfg.cluster(flow.target), resolve, txn_id, **{"transaction.timeout.ms": timeout_ms}
         )
