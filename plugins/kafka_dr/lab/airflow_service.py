@@ -428,12 +428,12 @@ class AirflowService:
     def _ended(self, role: str) -> str:
         """How a part this object started ended: its exit code or the signal that killed it."""
         proc = self._children.get(role)
-        try:  # an exiting process loses its command line a moment before it can be waited for
-            code = None if proc is None else proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            code = None
-        if code is None:
+        if proc is None:
             return "ended"
+        try:  # an exiting process loses its command line a moment before it can be waited for
+            code = proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return f"no longer runs as recorded (pid {proc.pid} is alive with another command line or start time)"
         return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
 
     def _wait(self, spec: ServiceSpec, deadline: float, ready) -> None:

@@ -225,8 +225,9 @@ def _starts(path: Path) -> int:
 
 def test_a_part_that_dies_while_the_service_starts_is_started_again_once(spec, tmp_path, monkeypatch):
     spec = dataclasses.replace(spec, port=9)  # nothing answers; an ephemeral port may connect to itself
-    # the first start is killed after half a second, before it writes a line; the second runs
-    first_dies = f'[ "$(wc -l < {tmp_path / "starts"})" -gt 1 ] || {{ sleep 0.5; kill -9 $$; }}'
+    # the start that creates the marker (mkdir is atomic: exactly one does) is killed after half a
+    # second, before it writes a line; every later one runs
+    first_dies = f'! mkdir {tmp_path / "first"} 2>/dev/null || {{ sleep 0.5; kill -9 $$; }}'
     starts = _fake_airflow(tmp_path, monkeypatch, f"{first_dies}\nsleep 60")
     Path(spec.home).mkdir()
     service = AirflowService(tmp_path)
