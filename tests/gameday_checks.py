@@ -29,6 +29,9 @@ class AppRecords:
     aborted: frozenset[str]
     reads: dict[str, list[tuple[float, str]]]  #: group -> (time, gd.id) in the order handed
     moves: dict[str, list[float]] = field(default_factory=dict)  #: group -> when it moved, in order
+    #: group -> (time, gd.id, cluster) in the order handed; group -> the cluster each move left
+    reads_where: dict[str, list[tuple[float, str, str]]] = field(default_factory=dict)
+    moves_from: dict[str, list[str]] = field(default_factory=dict)
 
 
 def load_app_records(folder: Path, compacted_topic: str) -> AppRecords:
@@ -39,18 +42,21 @@ def load_app_records(folder: Path, compacted_topic: str) -> AppRecords:
             acked[p["gd_id"]] = p["topic"]
         elif p["fate"] == "aborted":
             aborted.add(p["gd_id"])
-    reads: dict[str, list[tuple[float, str]]] = {}
+    reads: dict[str, list[tuple[float, str, str]]] = {}
     for line in (folder / "reads.jsonl").read_text().splitlines():
         r = json.loads(line)
-        reads.setdefault(r["group"], []).append((r["at"], r["gd_id"]))
-    moves: dict[str, list[float]] = {}
+        reads.setdefault(r["group"], []).append((r["at"], r["gd_id"], r["cluster"]))
+    moves: dict[str, list[tuple[float, str]]] = {}
     for m in json.loads((folder / "moves.json").read_text()):
-        moves.setdefault(m["group"], []).append(m["at"])
+        moves.setdefault(m["group"], []).append((m["at"], m["source"]))
+    where = {g: sorted(r, key=lambda x: x[0]) for g, r in reads.items()}
     return AppRecords(
         acked,
         frozenset(aborted),
-        {g: sorted(r, key=lambda x: x[0]) for g, r in reads.items()},
-        {g: sorted(t) for g, t in moves.items()},
+        {g: [(at, gd) for at, gd, _ in r] for g, r in where.items()},
+        {g: [at for at, _ in sorted(t)] for g, t in moves.items()},
+        where,
+        {g: [src for _, src in sorted(t)] for g, t in moves.items()},
     )
 
 
@@ -91,3 +97,27 @@ def group_figures(apps: AppRecords, group: str) -> dict:
         "aborted_delivered": sum(1 for gd in apps.aborted if gd in seen),
         "rereads_by_window": again,
     }
+
+
+def move_rereads(apps: AppRecords, group: str, window_s: float) -> list[dict[str, int]]:
+    """Per move of ``group``: ``observed``, the records handed to it again between that move and
+    the next; ``window_worth``, the records it was first handed on the cluster it left in the
+    ``window_s`` seconds up to its last read there (what a position synced that long before it
+    left can miss)."""
+    handed = apps.reads_where.get(group, [])
+    moves = apps.moves.get(group, [])
+    seen: set[str] = set()
+    again = [0] * (len(moves) + 1)
+    firsts: list[tuple[float, str]] = []  #: (time, cluster) of each first hand-over
+    for at, gd, cluster in handed:
+        if gd in seen:
+            again[bisect_right(moves, at)] += 1
+        else:
+            seen.add(gd)
+            firsts.append((at, cluster))
+    out = []
+    for i, (at, left) in enumerate(zip(moves, apps.moves_from.get(group, []))):
+        there = [t for t, c in firsts if c == left and t < at]
+        worth = sum(1 for t in there if t > there[-1] - window_s) if there else 0
+        out.append({"observed": again[i + 1], "window_worth": worth})
+    return out

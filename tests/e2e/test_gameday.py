@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from conftest import machine_share
-from gameday_checks import cluster_figures, gd_ids, group_figures, load_app_records
+from gameday_checks import cluster_figures, gd_ids, group_figures, load_app_records, move_rereads
 from kafka_checks import read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.gameday.model import NAMES
@@ -48,6 +48,8 @@ FLOWING_AGAIN_S = dict.fromkeys(("spark-executor", "target-leader", "target-netw
 SINGLE_FAULTS = set(FLOWING_AGAIN_S)
 #: from the failover's trigger to the moved app's first read
 RTO_S = 60.0
+#: how stale a synced group position may be beyond the sync interval: one sync round
+SYNC_ROUND_S = 3.0
 
 
 #: the game day's line once its traffic has stopped: what follows (reading both clusters, its
@@ -124,6 +126,15 @@ def test_short_game_day_loses_duplicates_and_skips_nothing(game_day):
         print(f"{group}: {counted}; the product reported { ({k: v for k, v in reported.items() if group in k}) }")
         assert counted["skipped"] == counted["aborted_delivered"] == 0, (group, counted)
     assert len(apps.moves[NAMES.group("east")]) == 2  # failover to west, failback to east
+
+    # each move re-reads at most what was reported plus what the group read in one sync interval
+    # (and round) before it left: its position there was synced at most that long before
+    window = load_config(FOLDER / "kafka-dr.yaml").consumer_groups.sync_interval_seconds + SYNC_ROUND_S
+    group = NAMES.group("east")
+    for label, counted in zip(("failover", "failback"), move_rereads(apps, group, window)):
+        said = reported[f"{group} {label} re-reads"]["reported"]
+        print(f"{group} {label}: re-read {counted['observed']}, reported {said}, {window:.0f} s worth {counted}")
+        assert counted["observed"] <= said + counted["window_worth"], (label, counted, said)
 
     rows = {r["fault"]: r for r in figures["faults"]}
     assert set(rows) == SINGLE_FAULTS | {"east-down-failover-failback"}

@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from types import SimpleNamespace
 
-from gameday_checks import AppRecords, cluster_figures, gd_ids, group_figures, load_app_records
+from gameday_checks import AppRecords, cluster_figures, gd_ids, group_figures, load_app_records, move_rereads
 
 APPS = AppRecords(
     acked={"east:gd.keyed:0": "gd.keyed", "east:gd.keyed:1": "gd.keyed", "west:gd.txn:0": "gd.txn"},
@@ -77,9 +77,12 @@ def test_records_are_identified_by_their_gd_id_header_and_the_game_days_files_lo
         {"gd_id": "west:gd.keyed:5", "topic": "gd.keyed", "fate": "uncertain"},
     ]
     (tmp_path / "produced.jsonl").write_text("".join(json.dumps(p) + "\n" for p in produced))
-    reads = [{"group": "g", "gd_id": "east:gd.keyed:0", "at": 2.0}, {"group": "g", "gd_id": "x", "at": 1.0}]
+    reads = [
+        {"group": "g", "gd_id": "east:gd.keyed:0", "at": 2.0, "cluster": "east"},
+        {"group": "g", "gd_id": "x", "at": 1.0, "cluster": "east"},
+    ]
     (tmp_path / "reads.jsonl").write_text("".join(json.dumps(r) + "\n" for r in reads))
-    (tmp_path / "moves.json").write_text(json.dumps([{"group": "g", "at": 5.0}]))
+    (tmp_path / "moves.json").write_text(json.dumps([{"group": "g", "at": 5.0, "source": "east"}]))
     apps = load_app_records(tmp_path, compacted_topic="gd.compacted")
     assert apps.acked == {"east:gd.keyed:0": "gd.keyed"} and apps.aborted == {"west:gd.txn:1"}
     assert apps.reads == {"g": [(1.0, "x"), (2.0, "east:gd.keyed:0")]} and apps.moves == {"g": [5.0]}
@@ -101,4 +104,23 @@ def test_what_the_game_day_writes_is_what_the_check_reads(tmp_path):
         frozenset({"west:gd.txn:3"}),
         {"gd-app-east": [(4.0, "east:gd.keyed:0")]},
         {"gd-app-east": [6.0]},
+        {"gd-app-east": [(4.0, "east:gd.keyed:0", "east")]},
+        {"gd-app-east": ["east"]},
     )
+
+
+def test_a_moves_rereads_are_set_against_what_the_group_read_in_the_window_before_it_left():
+    reads = [
+        (1.0, "a", "east"),
+        (5.0, "b", "east"),
+        (7.0, "c", "east"),  # the last read on east: a 3 s window holds b and c
+        (12.0, "b", "west"),  # after the move at 10: read again
+        (13.0, "c", "west"),
+        (14.0, "d", "west"),
+        (21.0, "d", "east"),  # after the move home at 20
+    ]
+    apps = AppRecords({}, frozenset(), {}, {"g": [10.0, 20.0]}, {"g": reads}, {"g": ["east", "west"]})
+    assert move_rereads(apps, "g", window_s=3.0) == [
+        {"observed": 2, "window_worth": 2},
+        {"observed": 1, "window_worth": 1},
+    ]

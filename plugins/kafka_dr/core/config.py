@@ -79,6 +79,8 @@ class TopicSelection:
 
     allow: tuple[str, ...] = (".*",)
     deny: tuple[str, ...] = ()
+    #: a continuous flow's job syncs the groups' positions onto its target this often
+    sync_interval_seconds: float = 5.0
     internal: tuple[str, ...] = BUILTIN_INTERNAL_PATTERNS
 
     def selects(self, topic: str) -> bool:
@@ -213,6 +215,9 @@ class TopicConfigSync:
     exclude: tuple[str, ...] = ()
 
 
+MIN_GROUP_SYNC_SECONDS, MAX_GROUP_SYNC_SECONDS = 1.0, 60.0
+
+
 @dataclass(frozen=True)
 class ConsumerGroups:
     """Which consumer groups the offset sync and the failover move (full-match regexes; deny
@@ -221,6 +226,8 @@ class ConsumerGroups:
 
     allow: tuple[str, ...] = (".*",)
     deny: tuple[str, ...] = ()
+    #: a continuous flow's job syncs the groups' positions onto its target this often
+    sync_interval_seconds: float = 5.0
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from typing import Any
 import yaml
 
 from kafka_dr.core.config import (
+    MAX_GROUP_SYNC_SECONDS,
+    MIN_GROUP_SYNC_SECONDS,
     ConsumerGroups,
     DataQuality,
     DrConfig,
@@ -151,10 +153,18 @@ def parse_config(data: Any, source: str | None = None, _pre: list[Problem] | Non
     topic_config = TopicConfigSync(exclude=ctx.patterns(tc.get("exclude"), "topic_config.exclude", ()))
     pf = ctx.mapping(top.get("preflight"), "preflight", {"exclude_topics"})
     preflight = Preflight(exclude_topics=ctx.patterns(pf.get("exclude_topics"), "preflight.exclude_topics", ()))
-    cg = ctx.mapping(top.get("consumer_groups"), "consumer_groups", {"allow", "deny"})
+    cg = ctx.mapping(top.get("consumer_groups"), "consumer_groups", {"allow", "deny", "sync_interval_seconds"})
+    where = "consumer_groups.sync_interval_seconds"
+    interval = ctx.typed(cg.get("sync_interval_seconds"), where, float, 5.0, "a number")
+    if not MIN_GROUP_SYNC_SECONDS <= interval <= MAX_GROUP_SYNC_SECONDS:
+        ctx.err(
+            where,
+            f"must be between {MIN_GROUP_SYNC_SECONDS:g} and {MAX_GROUP_SYNC_SECONDS:g} seconds, got {interval:g}",
+        )
     consumer_groups = ConsumerGroups(
         allow=ctx.patterns(cg.get("allow"), "consumer_groups.allow", (".*",), "group name"),
         deny=ctx.patterns(cg.get("deny"), "consumer_groups.deny", (), "group name"),
+        sync_interval_seconds=interval,
     )
     dq = ctx.mapping(top.get("data_quality"), "data_quality", {"dir", "incremental", "full_sweep_hours"})
     sweep = ctx.typed(dq.get("full_sweep_hours"), "data_quality.full_sweep_hours", float, 24.0, "a number")

@@ -196,4 +196,5 @@ READERS = (
     "sync-state-reader",
     "parity-reader",
     "drain-reader",
+    "group-commits-reader",
 )

@@ -399,6 +399,8 @@ class SyncedPosition:
     source_offset: int
     effective_offset: int | None = None
     local_read_below: int | None = None
+    #: when the sync recorded it (ms since the epoch); ``None`` in records without the time
+    synced_at_ms: int | None = None
 
 
 def latest_synced(
@@ -433,7 +435,9 @@ def latest_synced_positions(
             continue
         try:
             v = json.loads(value)
-            out[tp] = SyncedPosition(int(v["source_offset"]), opt(v, "effective_offset"), opt(v, "local_read_below"))
+            out[tp] = SyncedPosition(
+                int(v["source_offset"]), opt(v, "effective_offset"), opt(v, "local_read_below"), opt(v, "ts")
+            )
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return out

@@ -9,7 +9,8 @@ elsewhere:
   resource DESCRIBE (metadata, ACLs, SCRAM users), DESCRIBE_CONFIGS (client quotas) and
   IDEMPOTENT_WRITE;
 - source: READ, DESCRIBE and DESCRIBE_CONFIGS on the replicated topics; DESCRIBE on the
-  selected consumer groups (their committed offsets);
+  selected consumer groups (their committed offsets); for a continuous flow READ and DESCRIBE
+  on ``__consumer_offsets`` (its job's group-offset sync tails the groups' commits there);
 - target: on the target topics what replication and the topic-config sync do (CREATE, WRITE,
   READ, DESCRIBE, DESCRIBE_CONFIGS, ALTER for partitions, ALTER_CONFIGS); READ and DESCRIBE on
   the selected groups (committing translated offsets); on the cluster resource ALTER (ACL
@@ -28,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kafka_dr.core.acl_sync import Acl
-from kafka_dr.core.config import DrConfig, LoopPolicy, literal_topic
+from kafka_dr.core.config import DrConfig, FlowMode, LoopPolicy, literal_topic
+from kafka_dr.core.group_commits import COMMITS_TOPIC
 
 CLUSTER = ("CLUSTER", "kafka-cluster", "LITERAL")
 SOURCE_TOPIC_OPS = ("READ", "DESCRIBE", "DESCRIBE_CONFIGS")
@@ -75,6 +77,8 @@ def product_acls(cfg: DrConfig, principal: str, cluster: str) -> list[Acl]:
         if f.source == cluster:
             out += _grant(principal, "TOPIC", topics, SOURCE_TOPIC_OPS)
             out += _grant(principal, "GROUP", groups, ("DESCRIBE",))
+            if f.mode is FlowMode.CONTINUOUS:  # its job tails the groups' commits
+                out += _grant(principal, "TOPIC", [(COMMITS_TOPIC, "LITERAL")], ("READ", "DESCRIBE"))
         if f.target == cluster:
             if f.loop_policy is LoopPolicy.PREFIX:
                 remote = [(f"{f.source}{f.prefix_separator}", "PREFIXED")]

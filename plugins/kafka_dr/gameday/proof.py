@@ -219,23 +219,49 @@ def reported_rereads(group: str, entries: Iterable[Mapping]) -> dict[str, int | 
     return out
 
 
-def compare_rereads(name: str, observed: Mapping[str, int], reported: Mapping[str, int | None]) -> Check:
+def consumption_before(reads: Iterable[Read], group: str, cluster: str, until: float, window_s: float) -> int:
+    """The records ``group`` read for the first time on ``cluster`` in the ``window_s`` seconds
+    up to its last read there before ``until``: what a position synced that long before it left
+    can have missed."""
+    seen: set[str] = set()
+    firsts = []
+    for r in sorted((r for r in reads if r.group == group), key=lambda r: r.at):
+        if r.gd_id not in seen:
+            seen.add(r.gd_id)
+            if r.cluster == cluster and r.at < until:
+                firsts.append(r.at)
+    if not firsts:
+        return 0
+    last = firsts[-1]
+    return sum(1 for at in firsts if at > last - window_s)
+
+
+def compare_rereads(
+    name: str, observed: Mapping[str, int], reported: Mapping[str, int | None], since_sync: int | None = None
+) -> Check:
     """Re-reads seen after a move against the figures reported for it. A group re-reads at
-    least what the report counts (from the last synced position); more when it committed
-    after the last offset sync. Fewer means the report claimed re-reads that did not happen."""
+    least what the report counts; more by what it read after its position was last synced,
+    at most ``since_sync`` (what it consumed in one sync interval before it left the old
+    cluster: ``beyond_bound`` counts the rest). Fewer means the report claimed re-reads that
+    did not happen."""
     below = sum(max(0, (reported.get(o) or 0) - observed.get(o, 0)) for o in reported)
+    known = sum(n for n in reported.values() if n is not None)
+    total = sum(observed.values())
+    beyond = 0 if since_sync is None else max(0, total - known - since_sync)
     per_origin = {
         o: {"observed": observed.get(o, 0), "reported": reported.get(o)} for o in sorted({*observed, *reported})
     }
     return Check(
         f"{name} re-reads",
         {
-            "observed": sum(observed.values()),
-            "reported": sum(n for n in reported.values() if n is not None),
+            "observed": total,
+            "reported": known,
             "reported_unknown": sum(1 for n in reported.values() if n is None),
+            "sync_interval_worth": since_sync,
             "below_reported": below,
+            "beyond_bound": beyond,
         },
-        ("below_reported",),
+        ("below_reported", "beyond_bound"),
         details={"by_origin": per_origin},
     )
 

@@ -28,6 +28,7 @@ from kafka_dr.gameday.traffic import Traffic, TrafficSettings, ensure_topics
 from kafka_dr.gameday.verdict import (
     ALERTING,
     FLOW_ENDS,
+    SYNC_ROUND_S,
     alerts_from,
     checks_for,
     disaster_figures,
@@ -305,7 +306,8 @@ def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sa
     alerts = alerts_from(d.webhook.received, d.webhook.received_at)
     rows = fault_rows(injected, t0, end, view, reads, alerts)
     loss_by_fault(rows, injected, stored, view)
-    checks = checks_for(stored, view, reads, moves, disaster)
+    window = d.cfg.consumer_groups.sync_interval_seconds + SYNC_ROUND_S
+    checks = checks_for(stored, view, reads, moves, disaster, sync_window_s=window)
     rpo = next((c for c in checks if c.name.startswith("RPO")), None)
     failures = [c.name for c in checks if not c.ok]
     if dq_state != "success":

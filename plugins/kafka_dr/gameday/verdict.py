@@ -16,6 +16,7 @@ from kafka_dr.gameday.model import NAMES, LedgerView, Move, Read, Stored
 from kafka_dr.gameday.proof import (
     Check,
     compare_rereads,
+    consumption_before,
     flowing_again,
     group_reads,
     order,
@@ -32,6 +33,9 @@ ALERTING = {"target-network-cut", "east-down-failover-failback"}
 #: The targets the game day measures: replication flowing again and RTO within a minute.
 FLOWING_TARGET_S = 60.0
 RTO_TARGET_S = 60.0
+#: a synced group position is at most one sync interval and one sync round old (a round of the
+#: game day's few groups takes well under this)
+SYNC_ROUND_S = 3.0
 MEMORY_GROWTH_MAX = 1.25
 
 
@@ -135,7 +139,11 @@ def checks_for(
     reads: list[Read],
     moves: list[Move],
     disaster: DisasterLog | None,
+    sync_window_s: float | None = None,
 ) -> list[Check]:
+    """Every check of the day. ``sync_window_s``: how stale a synced group position can be (the
+    sync interval and one round); what the moving group read in that long before it left a
+    cluster bounds its re-reads beyond the reported ones (``None``: no bound)."""
     compacted = {NAMES.compacted_topic}
     out: list[Check] = []
     for cluster, records in stored.items():
@@ -146,16 +154,18 @@ def checks_for(
     if disaster is not None:
         group = NAMES.group("east")
         moved = group_reads(group, reads, view, moves, compacted=compacted).details.get("rereads_by_move", [])
+        mine = [m for m in moves if m.group == group]
         for label, summary, index in (
             ("failover", disaster.failover_summary, 1),
             ("failback", disaster.failback_summary, 2),
         ):
             observed = moved[index]["by_origin"] if index < len(moved) else {}
-            out.append(
-                compare_rereads(
-                    f"{group} {label}", observed, reported_rereads(group, summary.get("consumer_groups", []))
-                )
-            )
+            move = mine[index - 1] if index - 1 < len(mine) else None
+            worth = None
+            if sync_window_s is not None and move is not None:
+                worth = consumption_before(reads, group, move.source, move.at, sync_window_s)
+            reported = reported_rereads(group, summary.get("consumer_groups", []))
+            out.append(compare_rereads(f"{group} {label}", observed, reported, worth))
         out.append(rpo_observed("east", "west", disaster.west_at_failover, view, disaster.east_down_at, compacted))
     return out
 

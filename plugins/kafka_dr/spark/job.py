@@ -14,6 +14,7 @@ committed in Kafka, so nothing is lost or copied twice; a failure no restart cur
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -152,7 +153,11 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     log.info("timeline: metrics sink")
     stop = Stop(opts.stop_file)
     try:
-        with stop_on_signals(stop), stop_when(stop, lambda: _failover_reason(run), FAILOVER_CHECK_SECONDS):
+        with (
+            stop_on_signals(stop),
+            stop_when(stop, lambda: _failover_reason(run), FAILOVER_CHECK_SECONDS),
+            _group_sync(run),
+        ):
             deadline = time.monotonic() + run.max_duration if run.max_duration else None
             sink.watch_selection()
             return _restart_loop(
@@ -168,6 +173,17 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             )
     finally:
         sink.producer.flush(10)
+
+
+def _group_sync(run: FlowRun):
+    """A continuous flow's job syncs its consumer groups' positions onto the target meanwhile
+    (:mod:`kafka_dr.kafka.group_sync`); an incremental flow's are the ``dr_offset_sync`` DAG's."""
+    if run.mode is not FlowMode.CONTINUOUS:
+        return contextlib.nullcontext()
+    from kafka_dr.core.secret_refs import env_resolver
+    from kafka_dr.kafka.group_sync import syncing_meanwhile
+
+    return syncing_meanwhile(run.cfg, run.flow, env_resolver())
 
 
 def load_flow(opts: JobOptions) -> FlowRun:

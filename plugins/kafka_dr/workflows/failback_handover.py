@@ -18,6 +18,7 @@ from kafka_dr.kafka import clients
 from kafka_dr.kafka.consumer_groups import group_state
 from kafka_dr.kafka.offset_translation import PartitionProbe, Translator
 from kafka_dr.kafka.progress_store import commit_with_retry, committed_with_retry, read_committed_progress
+from kafka_dr.kafka.range_reads import read_ranges
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import partition_count, partition_ranges
 from kafka_dr.workflows.failback_flows import FailbackRun
@@ -77,11 +78,12 @@ def _seed_runs(run: FailbackRun) -> dict[tuple[str, int], list]:
 
 def _resync_positions(
     run: FailbackRun, flow: FlowConfig, group: str, offsets: dict, ends: dict
-) -> dict[tuple[str, int], tuple[int, str]]:
+) -> dict[tuple[str, int], tuple[int, str, int | None]]:
     """Per partition: the translated position, moved down to the first record of the recovered
-    cluster the group had not read on the survivor, and why."""
+    cluster the group had not read on the survivor; why; and the translated position itself
+    (where the group had read up to; ``None`` when untranslatable)."""
     cfg, recovered, survivor = run.cfg, run.recovered, run.survivor
-    positions: dict[tuple[str, int], tuple[int, str]] = {}
+    positions: dict[tuple[str, int], tuple[int, str, int | None]] = {}
     with Translator(cfg, flow, run.resolve, source_available=True) as tr:
         translated = {(t.topic, t.partition): t for t in tr.translate(group, offsets)}
     probe_consumer = clients.consumer(cfg.cluster(survivor), cfg.names.reader_group("failback-reader"), run.resolve)
@@ -102,10 +104,26 @@ def _resync_positions(
             why = f"{tr_.status}: {tr_.reason}" + (
                 f"; first unread {recovered} record at {hit.origin_offset}" if hit else ""
             )
-            positions[(t, p)] = (pos, why)
+            positions[(t, p)] = (pos, why, tr_.target_offset if tr_.status != core_offsets.UNTRANSLATABLE else None)
     finally:
         probe_consumer.close()
     return positions
+
+
+def _rereads(run: FailbackRun, spans: dict[tuple[str, int], tuple[int, int | None]]) -> dict[tuple[str, int], int]:
+    """Per partition, the records on the recovered cluster between the group's new position and
+    the position it had read up to (a reseed's seed map does not say: left out)."""
+    ranges = {k: (pos, read_to) for k, (pos, read_to) in spans.items() if read_to is not None and read_to > pos}
+    out = {k: 0 for k, (_, read_to) in spans.items() if read_to is not None}
+    if not ranges:
+        return out
+    c = clients.consumer(run.cfg.cluster(run.recovered), run.cfg.names.reader_group("failback-reader"), run.resolve)
+    try:
+        for k, _ in read_ranges(c, run.recovered, ranges):
+            out[k] += 1
+    finally:
+        c.close()
+    return out
 
 
 def move_groups_back(run: FailbackRun) -> list[dict]:
@@ -125,14 +143,17 @@ def move_groups_back(run: FailbackRun) -> list[dict]:
             continue
         ends = partition_ranges(t_admin, [TopicPartition(t, p) for t, p in offsets], recovered)
         if run.mode == RESEED:
-            positions = {k: (seeded_position(runs.get(k, []), x, ends[k][1]), "seed map") for k, x in offsets.items()}
+            positions = {
+                k: (seeded_position(runs.get(k, []), x, ends[k][1]), "seed map", None) for k, x in offsets.items()
+            }
         else:
             positions = _resync_positions(run, flow, group, offsets, ends)
+        rereads = _rereads(run, {k: (pos, read_to) for k, (pos, _, read_to) in positions.items()})
         state = group_state(t_admin, group, recovered)
         inactive = state.upper() in core_offsets.INACTIVE_GROUP_STATES
         current = _group_offsets(run, recovered, group, flow)
         rows = []
-        for (t, p), (pos, why) in sorted(positions.items()):
+        for (t, p), (pos, why, _) in sorted(positions.items()):
             if dry_run:
                 action = "would commit"
             else:
@@ -147,6 +168,8 @@ def move_groups_back(run: FailbackRun) -> list[dict]:
                     "previous_target_offset": current.get((t, p)),
                     "backwards": current.get((t, p), -1) > pos,
                     "how": why,
+                    # what the group reads again on the recovered cluster: it had read it on the survivor
+                    "reread": rereads.get((t, p)),
                     "committed": bool(inactive and not dry_run),
                     "action": action,
                 }

@@ -260,6 +260,11 @@ def format_summary(summary: dict) -> str:
             f"  group {g.get('group')} {g.get('topic')}[{g.get('partition')}]: {g.get('action')} "
             f"-> offset {g.get('target_offset')} ({g.get('status')}{': ' + g['reason'] if g.get('reason') else ''})"
         )
+        if g.get("synced_age_s") is not None:
+            lines.append(
+                f"    its position there was synced {g['synced_age_s']:.0f} s before this run: what the group "
+                f"read on {summary['failed']} after that is read again"
+            )
         again = g.get("reread") or {}
         if any(n != 0 for n in again.values()):
             lines.append(

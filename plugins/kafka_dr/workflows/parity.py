@@ -109,28 +109,40 @@ def _groups(cfg: DrConfig, flow: FlowConfig, now_ms: int, resolve) -> list[core.
     allow, deny = core_offsets.configured_groups(
         cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix
     )
-    committing = [
-        g
+    live = {
+        g: read_group_offsets(cfg, flow, g, resolve, skip_synced=True)
         for g in list_source_groups(cfg, flow, resolve)
-        # offsets the opposite flow's offset sync wrote there belong to the other cluster's group
-        if core_offsets.group_selected(g, allow, deny) and read_group_offsets(cfg, flow, g, resolve, skip_synced=True)
-    ]
-    ages = {g: (now_ms - ms) / 1000 for g, ms in _synced_at(cfg, flow, resolve).items()}
+        if core_offsets.group_selected(g, allow, deny)
+    }
+    # offsets the opposite flow's offset sync wrote there belong to the other cluster's group
+    committing = [g for g, offsets in live.items() if offsets]
+    records = _sync_records(cfg, flow, resolve)
+    ages = {g: (now_ms - ms) / 1000 for g, ms in _synced_at(records, flow).items()}
+    pairs = [(r.key, r.value) for r in records]
+    for g in committing:
+        # a group that has not moved since its last sync is current however old that sync is
+        # (the continuous sync records a position when it moves)
+        if g in ages and core_offsets.latest_synced(pairs, flow.name, g) == live[g]:
+            ages[g] = 0.0
     return core.group_differences(committing, ages, cfg.thresholds.group_sync_max_age_seconds, flow.target)
 
 
-def _synced_at(cfg: DrConfig, flow: FlowConfig, resolve) -> dict[str, int]:
-    """When the offset sync last recorded each group of ``flow`` on its target (ms)."""
+def _sync_records(cfg: DrConfig, flow: FlowConfig, resolve) -> list:
+    """Every record of the offset-sync topic on the flow's target."""
     topic = cfg.names.offset_sync_topic
     tgt = cfg.cluster(flow.target)
     n = partition_count(clients.admin(tgt, resolve), topic)
     if n is None:
-        return {}
+        return []
     c = clients.consumer(tgt, cfg.names.reader_group("parity-reader"), resolve)
     try:
-        records = read_partitions(c, topic, list(range(n)), timeout=60)
+        return read_partitions(c, topic, list(range(n)), timeout=60)
     finally:
         c.close()
+
+
+def _synced_at(records: list, flow: FlowConfig) -> dict[str, int]:
+    """When the offset sync last recorded each group of ``flow`` on its target (ms)."""
     out: dict[str, int] = {}
     for r in records:
         try:

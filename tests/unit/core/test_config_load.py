@@ -785,9 +785,25 @@ def test_consumer_groups_section():
         parse_config({**base, "consumer_groups": {"allow": ["[a-"], "exclude": ["x"]}})
     except ConfigError as e:
         assert [p.path for p in e.problems] == ["consumer_groups.exclude", "consumer_groups.allow[0]"], e.problems
-        assert "known keys: allow, deny" in str(e) and "'[a-'" in str(e)
+        assert "known keys: allow, deny, sync_interval_seconds" in str(e) and "'[a-'" in str(e)
     else:
         raise AssertionError("bad regex and unknown key must be reported")
+
+
+def test_the_group_sync_interval_defaults_to_five_seconds_and_stays_within_one_to_sixty():
+    from kafka_dr.core.config_load import ConfigError, parse_config
+
+    base = {"clusters": {"east": {"bootstrap_servers": "a:1"}}, "flows": []}
+    assert parse_config(base).consumer_groups.sync_interval_seconds == 5.0
+    assert (
+        parse_config({**base, "consumer_groups": {"sync_interval_seconds": 1}}).consumer_groups.sync_interval_seconds
+        == 1.0
+    )
+    for bad, said in ((0.5, "got 0.5"), (61, "got 61"), ("5s", "expected a number")):
+        with pytest.raises(ConfigError) as e:
+            parse_config({**base, "consumer_groups": {"sync_interval_seconds": bad}})
+        assert [p.path for p in e.value.problems] == ["consumer_groups.sync_interval_seconds"]
+        assert said in str(e.value)
 
 
 def test_cluster_connection_supplies_sasl_credentials_as_references():

@@ -8,6 +8,7 @@ from kafka_dr.gameday.model import ABORTED, ACKED, UNCERTAIN, LedgerView, Move, 
 from kafka_dr.gameday.proof import (
     Check,
     compare_rereads,
+    consumption_before,
     flowing_again,
     group_reads,
     order,
@@ -218,6 +219,26 @@ def test_compare_rereads_passes_at_or_above_the_report_and_fails_below():
     c = compare_rereads("failover", {"east": 3}, {"east": 5})
     assert not c.ok and c.counts["below_reported"] == 2
     assert c.details["by_origin"] == {"east": {"observed": 3, "reported": 5}}
+
+
+def test_compare_rereads_fails_beyond_the_report_plus_one_sync_intervals_worth():
+    assert compare_rereads("failover", {"east": 9}, {"east": 5}, since_sync=4).ok
+    c = compare_rereads("failover", {"east": 10, "west": 2}, {"east": 5, "west": None}, since_sync=4)
+    assert not c.ok and c.counts["beyond_bound"] == 3 and c.counts["sync_interval_worth"] == 4
+
+
+def test_consumption_before_counts_first_reads_in_the_window_up_to_the_last_read_on_the_cluster_left():
+    reads = [
+        read(E0, G, "east", 100),
+        read(E1, G, "east", 104),
+        read(W0, G, "east", 106),
+        read(E1, G, "east", 107),  # read again: not consumption
+        read(W1, G, "west", 130),  # on the next cluster, after the move
+    ]
+    # the last read on east before the move at 120 was at 107: its window of 5 s holds E1 and W0
+    assert consumption_before(reads, G, "east", until=120, window_s=5) == 2
+    assert consumption_before(reads, G, "east", until=120, window_s=60) == 3
+    assert consumption_before(reads, G, "west", until=120, window_s=5) == 0
 
 
 # --- timings and RPO --------------------------------------------------------------------------

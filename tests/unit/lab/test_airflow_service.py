@@ -227,7 +227,7 @@ def test_a_part_that_dies_while_the_service_starts_is_started_again_once(spec, t
     spec = dataclasses.replace(spec, port=9)  # nothing answers; an ephemeral port may connect to itself
     # the start that creates the marker (mkdir is atomic: exactly one does) is killed after half a
     # second, before it writes a line; every later one runs
-    first_dies = f'! mkdir {tmp_path / "first"} 2>/dev/null || {{ sleep 0.5; kill -9 $$; }}'
+    first_dies = f"! mkdir {tmp_path / 'first'} 2>/dev/null || {{ sleep 0.5; kill -9 $$; }}"
     starts = _fake_airflow(tmp_path, monkeypatch, f"{first_dies}\nsleep 60")
     Path(spec.home).mkdir()
     service = AirflowService(tmp_path)
