@@ -45,7 +45,7 @@ def build_offset_sync_dag(cfg: DrConfig) -> DAG:
                 from kafka_dr.workflows.offset_sync import sync_group_offsets
 
                 f = next(x for x in cfg.flows if x.name == flow_name)
-                if f.mode is FlowMode.CONTINUOUS and str(get_current_context()["dag_run"].run_type) == "scheduled":
+                if f.mode is FlowMode.CONTINUOUS and get_current_context()["dag_run"].run_type == "scheduled":
                     raise AirflowSkipException(
                         f"flow {flow_name} is continuous: its job syncs the groups every "
                         f"{cfg.consumer_groups.sync_interval_seconds:g}s"

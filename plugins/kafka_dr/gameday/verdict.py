@@ -155,9 +155,12 @@ def checks_for(
         group = NAMES.group("east")
         moved = group_reads(group, reads, view, moves, compacted=compacted).details.get("rereads_by_move", [])
         mine = [m for m in moves if m.group == group]
+        # the drain moves the groups again, from their positions on west as it ends: the last
+        # move before the app went home (the failback's, where the drain moved none)
+        drained = [r for r in disaster.drain_summary.get("consumer_groups", []) if r.get("group") == group]
         for label, summary, index in (
             ("failover", disaster.failover_summary, 1),
-            ("failback", disaster.failback_summary, 2),
+            ("failback", disaster.drain_summary if drained else disaster.failback_summary, 2),
         ):
             observed = moved[index]["by_origin"] if index < len(moved) else {}
             move = mine[index - 1] if index - 1 < len(mine) else None

@@ -59,7 +59,9 @@ class CommitLog:
                     if permissions.is_denied(err):
                         doing = f"read {COMMITS_TOPIC}"
                         raise permissions.denied(self.where, doing, "READ", permissions.topic(COMMITS_TOPIC))
-                    raise KafkaException(err)
+                    if err.fatal():
+                        raise KafkaException(err)
+                    continue  # the consumer retries by itself; what was read so far is returned
                 try:
                     commit = decode_commit(msg.key(), msg.value())
                 except ValueError as e:

@@ -139,10 +139,11 @@ class ContinuousGroupSync:
 
     Each :meth:`round` reads the groups' commits on the source since the last round (tailing
     ``__consumer_offsets``: a group that commits nothing costs nothing) and syncs the positions
-    that moved. A position the copy had not reached yet is tried again every round until it
-    has, so an idle group's position still lands once its
-    records are copied. The clients live across rounds; after a failure :meth:`reset` drops
-    them, the next round builds them again, and positions seen but not synced are kept."""
+    that moved. A position not translated exactly (the copy had not reached it yet) is tried
+    again every round, so an idle group's position still lands once its records are copied.
+    The clients live across rounds; after a failure :meth:`reset` drops the sync's, the next
+    round builds them again, and positions seen but not synced yet are kept (the tail of
+    ``__consumer_offsets`` goes on where it was: its consumer reconnects by itself)."""
 
     def __init__(
         self, cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, clock=time.monotonic
@@ -158,8 +159,7 @@ class ContinuousGroupSync:
         self._retries: dict[tuple[str, str, int], tuple[tuple, int, float]] = {}
         self._tails_at = float("-inf")
 
-    def _open(self) -> None:
-        self._sync = GroupSync(self.cfg, self.flow, self.resolve)
+    def _open_commits(self) -> None:
         self._reader = clients.consumer(
             self.cfg.cluster(self.flow.source),
             self.cfg.names.reader_group("group-commits-reader"),
@@ -170,8 +170,10 @@ class ContinuousGroupSync:
 
     def round(self) -> RoundReport:
         started = self.clock()
+        if self._commits is None:
+            self._open_commits()
         if self._sync is None:
-            self._open()
+            self._sync = GroupSync(self.cfg, self.flow, self.resolve)
         sync = self._sync
         moved = positions_to_sync(self._commits.read().values(), self._topic_synced, lambda g: bool(sync.selected([g])))
         for group, offsets in moved.items():
@@ -214,8 +216,10 @@ class ContinuousGroupSync:
         self._retries[(group, *k)] = (outcome, same, now + wait)
 
     def reset(self) -> None:
-        """Drop the clients (after a failure); the next round builds them again."""
-        self.close()
+        """Drop the sync's clients (after a failure); the next round builds them again."""
+        if self._sync is not None:
+            self._sync.close()
+        self._sync = None
 
     def close(self) -> None:
         if self._sync is not None:

@@ -28,6 +28,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.offsets import Hit, Translation
 from kafka_dr.core.provenance import Provenance, origin_cluster
+from kafka_dr.core.translation_hints import Hints, narrowed
 from kafka_dr.kafka import clients, permissions
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.group_position import GroupPlacer
@@ -41,6 +42,8 @@ TIMEOUT = 30.0
 SOURCE_PROBE_TIMEOUT = 5.0
 #: a replica further behind a group than this many offsets is not read through to count records
 BEHIND_COUNT_LIMIT = 100_000
+#: a position at most this many origin offsets past a record found before is read on to, not searched
+SCAN_LIMIT = 5_000
 
 
 # --- reading ------------------------------------------------------------------------------
@@ -65,8 +68,12 @@ class PartitionProbe:
         self.origin, self.origin_topic, self.origin_partition = origin, origin_topic, origin_partition
         self.timeout = timeout
         self.records_read = 0
+        self.passed: Hit | None = None
 
-    def first_from(self, m: int) -> Hit | None:
+    def first_from(self, m: int, at_least: int | None = None) -> Hit | None:
+        """The first record of the origin at target offset >= ``m`` (with ``at_least``: the first
+        whose origin offset is at least that, the last one below it kept in ``passed``)."""
+        self.passed = None
         if m >= self.end:
             return None
         self.c.assign([TopicPartition(self.topic, self.partition, m)])
@@ -101,7 +108,9 @@ class PartitionProbe:
                     except ValueError as e:
                         raise RuntimeError(f"{self.where}/{self.topic}[{self.partition}]@{off}: {e}") from None
                     if prov is not None and prov.topic == self.origin_topic and prov.partition == self.origin_partition:
-                        return Hit(off, prov.offset)
+                        if at_least is None or prov.offset >= at_least:
+                            return Hit(off, prov.offset)
+                        self.passed = Hit(off, prov.offset)
                 if not msgs:
                     pos = self.c.position([TopicPartition(self.topic, self.partition)])[0].offset
                     if pos >= self.end:  # read_committed stops short at control/aborted records
@@ -128,6 +137,7 @@ class Translator:
     ):
         self.cfg, self.flow, self.resolve = cfg, flow, resolve
         self.router = router_for(cfg, flow)
+        self.hints = Hints()  # what earlier searches found: narrows the next ones
         self.margin = cfg.thresholds.timestamp_margin_seconds if margin_seconds is None else margin_seconds
         tgt = cfg.cluster(flow.target)
         self.t_admin = clients.admin(tgt, resolve)  # kept referenced until its futures complete
@@ -215,7 +225,22 @@ class Translator:
         probe = PartitionProbe(
             self.t_consumer, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p
         )
-        found, earlier, probes = core.search(probe.first_from, t_range[0], t_range[1], x)
+        where = (target_topic, p)
+        if prog is not None and x >= prog:
+            # every copy on the target is of an origin offset below the progress (read after the
+            # target's range): none is at or after X, and nothing needs reading to know it
+            found, earlier, probes = None, None, 0
+        else:
+            lo, hi, below, above = narrowed(t_range[0], t_range[1], *self.hints.around(where, x))
+            if below is not None and x - below.origin_offset <= SCAN_LIMIT:
+                # a position a little past one found before: reading on from there is one fetch,
+                # where a search seeks a dozen times
+                found, probes = probe.first_from(lo, at_least=x), 1
+                earlier = probe.passed
+            else:
+                found, earlier, probes = core.search(probe.first_from, lo, hi, x)
+            found, earlier = found or above, earlier or below
+            self.hints.add(where, found, earlier)
         log.info(
             "flow %s: %s[%d]@%d -> %s[%d]: %d probes, %d records read",
             self.flow.name,

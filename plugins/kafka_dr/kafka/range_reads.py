@@ -22,6 +22,17 @@ TIMEOUT = 30.0
 FAST_EOF = {"enable.partition.eof": True, "fetch.wait.max.ms": 10}
 
 
+def _fetched(consumer: Consumer, wait: float = 0.2) -> list:
+    """What ``consumer`` has fetched, at once when there is some, else the first record (or
+    event) within ``wait`` and what came with it: ``consume(n, wait)`` below ``n`` records
+    returns only once ``wait`` is up, a fifth of a second per short range."""
+    msgs = consumer.consume(num_messages=1000, timeout=0)
+    if msgs:
+        return msgs
+    first = consumer.poll(wait)
+    return [] if first is None else [first, *consumer.consume(num_messages=999, timeout=0)]
+
+
 def read_ranges(
     consumer: Consumer, where: str, ranges: dict[tuple[str, int], tuple[int, int]], timeout: float = TIMEOUT
 ) -> Iterator[tuple[tuple[str, int], object]]:
@@ -35,7 +46,7 @@ def read_ranges(
     last_news = time.monotonic()
     try:
         while pending:
-            msgs = consumer.consume(num_messages=1000, timeout=0.2)
+            msgs = _fetched(consumer)
             for msg in msgs:
                 k = (msg.topic(), msg.partition())
                 if k not in pending:

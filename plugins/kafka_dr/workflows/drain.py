@@ -12,6 +12,11 @@ The survivor's end offsets are taken when the drain starts (the producers are st
 then). A configured survivor -> recovered flow copies them (the drain only waits for its
 committed progress); without one (active/passive) the drain copies them itself with the
 failback's transient flow, as the failback did.
+
+Then the drain moves the consumer groups onto the recovered cluster again, from their positions
+on the survivor at that moment (:func:`~kafka_dr.workflows.failback_handover.move_groups_back`,
+only groups with no active member there): consumers that move home with the producers re-read
+only what they read on the survivor after it, plus what each row's ``reread`` counts.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from kafka_dr.kafka.source_tails import count_tails, source_readers
 from kafka_dr.kafka.state_store import reachable, read_state
 from kafka_dr.workflows.failback_copy import copy_round
 from kafka_dr.workflows.failback_flows import FailbackRun
+from kafka_dr.workflows.failback_handover import move_groups_back
 
 #: how often the drain reads the flows' committed progress
 POLL_SECONDS = 2.0
@@ -110,6 +116,9 @@ def drain(run: FailbackRun, timeout: float = DEFAULT_TIMEOUT_SECONDS, poll: floa
     finally:
         for _, reader in readers.values():
             reader.close()
+    # the consumers move home with the producers: their positions on the survivor now, not
+    # as the failback found them, so they re-read only what they read there after this
+    groups = move_groups_back(run)
     return {
         "recovered": run.recovered,
         "survivor": run.survivor,
@@ -117,6 +126,7 @@ def drain(run: FailbackRun, timeout: float = DEFAULT_TIMEOUT_SECONDS, poll: floa
         "partitions": sum(len(p.ends) for p in plans),
         "behind_at_start": at_start,
         "copied_by_drain": copied,
+        "consumer_groups": groups,
         "seconds": round(time.monotonic() - began, 1),
     }
 
@@ -137,4 +147,9 @@ def format_summary(s: dict) -> str:
         f"drained {s['survivor']} -> {s['recovered']}: every record {s['survivor']} held when the drain started is on "
         f"{s['recovered']} ({s['behind_at_start']} record(s) were behind in {s['partitions']} partition(s) of flow "
         f"{flows}; {s['seconds']}s); start the producers on {s['recovered']}"
+        + "".join(
+            f"\n  group {r['group']} {r['topic']}[{r['partition']}]: {r['action']} at {r['target_offset']}"
+            + (f"; re-reads {sum(r['reread'].values())} record(s)" if r.get("reread") else "")
+            for r in s.get("consumer_groups", [])
+        )
     )

@@ -190,7 +190,7 @@ def format_summary(s: dict) -> str:
         lines.append(
             f"  group {r['group']} {r['topic']}[{r['partition']}]: {r['action']} at {r['target_offset']}"
             + (" (moved backwards)" if r.get("backwards") else "")
-            + (f"; re-reads {r['reread']} record(s)" if r.get("reread") else "")
+            + (f"; re-reads {sum(r['reread'].values())} record(s)" if r.get("reread") else "")
         )
     active = s.get("restart", {}).get("active_cluster", s["recovered"])
     lines.append(f"  active cluster would be: {active}" if s.get("dry_run") else f"  active cluster: {active}")

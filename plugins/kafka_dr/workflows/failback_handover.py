@@ -14,6 +14,7 @@ from kafka_dr.core.config import FlowConfig
 from kafka_dr.core.failback import RESEED, decode_seed_map, resync_position, seeded_position
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.progress import encode_metadata
+from kafka_dr.core.provenance import origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.consumer_groups import group_state
 from kafka_dr.kafka.offset_translation import PartitionProbe, Translator
@@ -110,17 +111,20 @@ def _resync_positions(
     return positions
 
 
-def _rereads(run: FailbackRun, spans: dict[tuple[str, int], tuple[int, int | None]]) -> dict[tuple[str, int], int]:
+def _rereads(
+    run: FailbackRun, spans: dict[tuple[str, int], tuple[int, int | None]]
+) -> dict[tuple[str, int], dict[str, int]]:
     """Per partition, the records on the recovered cluster between the group's new position and
-    the position it had read up to (a reseed's seed map does not say: left out)."""
+    the position it had read up to, by origin cluster (a reseed's seed map does not say: left out)."""
     ranges = {k: (pos, read_to) for k, (pos, read_to) in spans.items() if read_to is not None and read_to > pos}
-    out = {k: 0 for k, (_, read_to) in spans.items() if read_to is not None}
+    out: dict[tuple[str, int], dict[str, int]] = {k: {} for k, (_, read_to) in spans.items() if read_to is not None}
     if not ranges:
         return out
     c = clients.consumer(run.cfg.cluster(run.recovered), run.cfg.names.reader_group("failback-reader"), run.resolve)
     try:
-        for k, _ in read_ranges(c, run.recovered, ranges):
-            out[k] += 1
+        for k, msg in read_ranges(c, run.recovered, ranges):
+            origin = origin_cluster(msg.headers()) or run.recovered
+            out[k][origin] = out[k].get(origin, 0) + 1
     finally:
         c.close()
     return out

@@ -296,15 +296,14 @@ def test_offset_sync_records_last_wins():
 
 def test_sync_records_keep_the_offset_in_records_and_the_targets_records_read():
     t = Translation("g", "t", 0, 41, "t", 30, EXACT, "", effective_offset=40, local_read_below=17)
-    older = Translation("g", "t", 1, 9, "t", 3, EXACT, "")
     recs = [
-        (sync_key("f", "g", "t", 0), sync_value(t, True, 1)),
-        (sync_key("f", "g", "t", 1), sync_value(older, True, 1)),
+        (sync_key("f", "g", "t", 0), sync_value(t, True, 1_700_000_000_000)),
+        (sync_key("f", "g", "t", 1), b'{"source_offset":9,"target_offset":3,"status":"exact","committed":true}'),
         (b'{"tail":["f","t",0]}', b'{"copied_up_to":1,"end":2,"records":0}'),
     ]
     assert latest_synced_positions(recs, "f", "g") == {
-        ("t", 0): SyncedPosition(41, 40, 17),
-        ("t", 1): SyncedPosition(9),
+        ("t", 0): SyncedPosition(41, 40, 17, synced_at_ms=1_700_000_000_000),
+        ("t", 1): SyncedPosition(9),  # a record without the time
     }
     assert Translation.from_dict(t.to_dict()) == t
 

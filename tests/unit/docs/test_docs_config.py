@@ -54,7 +54,7 @@ def test_section_keys():
 def test_topic_config_and_preflight_keys():
     assert table_keys("topic_config") == {"exclude"}
     assert table_keys("preflight") == {"exclude_topics"}
-    assert table_keys("consumer_groups") == {"allow", "deny"}
+    assert table_keys("consumer_groups") == {"allow", "deny", "sync_interval_seconds"}
     assert table_keys("data_quality") == {"dir", "incremental", "full_sweep_hours"}
     assert table_keys("acl_sync") == {
         "read_only",
