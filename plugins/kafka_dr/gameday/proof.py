@@ -257,7 +257,7 @@ def compare_rereads(
             "observed": total,
             "reported": known,
             "reported_unknown": sum(1 for n in reported.values() if n is None),
-            "sync_interval_worth": since_sync,
+            "sync_window_worth": since_sync,
             "below_reported": below,
             "beyond_bound": beyond,
         },

@@ -33,9 +33,10 @@ ALERTING = {"target-network-cut", "east-down-failover-failback"}
 #: The targets the game day measures: replication flowing again and RTO within a minute.
 FLOWING_TARGET_S = 60.0
 RTO_TARGET_S = 60.0
-#: a synced group position is at most one sync interval and one sync round old (a round of the
-#: game day's few groups takes well under this)
-SYNC_ROUND_S = 3.0
+#: a synced group position is at most one sync interval and one sync round old. Under the game
+#: day's faults and load a round of its groups took 2-8 s, and the first round after the job
+#: started again (it reads every live commit and translates every position) up to 19 s
+SYNC_ROUND_S = 30.0
 MEMORY_GROWTH_MAX = 1.25
 
 

@@ -21,7 +21,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy
 from kafka_dr.core.offsets import APPROXIMATE, EXACT, SyncedPosition, Translation
 from kafka_dr.core.provenance import Provenance, origin_cluster
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.progress_store import read_committed_progress
+from kafka_dr.kafka.progress_store import progress_reader, read_committed_progress
 from kafka_dr.kafka.range_reads import FAST_EOF, first_copy_from, read_ranges
 from kafka_dr.kafka.topics import partition_ranges
 
@@ -56,11 +56,13 @@ class GroupPlacer:
         self.cfg, self.flow, self.tr, self.resolve = cfg, flow, tr, resolve
         self.reverse = reverse_flow(cfg, flow)
         self._s_reader = None
+        self._progress = None  #: reads the reverse flow's progress, made on first use
 
     def close(self) -> None:
-        if self._s_reader is not None:
-            self._s_reader.close()
-            self._s_reader = None
+        for c in (self._s_reader, self._progress):
+            if c is not None:
+                c.close()
+        self._s_reader = self._progress = None
 
     def _source_reader(self):
         if self._s_reader is None:
@@ -107,7 +109,9 @@ class GroupPlacer:
     def _read_below_on_source(self, translations: list[Translation]) -> dict[tuple[str, int], int]:
         """``u`` per partition, read on the source: reverse progress first, then the source's end."""
         keys = [(t.topic, t.partition) for t in translations]
-        progress = read_committed_progress(self.cfg, self.reverse, keys, self.resolve)
+        if self._progress is None:
+            self._progress = progress_reader(self.cfg, self.reverse, self.resolve)
+        progress = read_committed_progress(self.cfg, self.reverse, keys, self.resolve, consumer=self._progress)
         ends = partition_ranges(self.tr.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
         out = {}
         for t in translations:

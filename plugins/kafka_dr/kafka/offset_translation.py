@@ -32,7 +32,7 @@ from kafka_dr.core.translation_hints import Hints, narrowed
 from kafka_dr.kafka import clients, permissions
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.group_position import GroupPlacer
-from kafka_dr.kafka.progress_store import committed_with_retry, read_committed_progress
+from kafka_dr.kafka.progress_store import committed_with_retry, progress_reader, read_committed_progress
 from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
 from kafka_dr.kafka.topics import partition_ranges
 
@@ -155,6 +155,7 @@ class Translator:
             },
         )
         self.s_admin = self.s_consumer = None
+        self.p_consumer = None  #: reads the flow's progress, made on first use
         if source_available is not False:
             src = cfg.cluster(flow.source)
             admin = clients.admin(src, resolve)
@@ -182,10 +183,10 @@ class Translator:
         self.close()
 
     def close(self) -> None:
-        for c in (self.t_consumer, self.s_consumer):
+        for c in (self.t_consumer, self.s_consumer, self.p_consumer):
             if c is not None:
                 c.close()
-        self.t_consumer = self.s_consumer = None
+        self.t_consumer = self.s_consumer = self.p_consumer = None
 
     def target_topic(self, topic: str) -> str:
         t = self.router.target_topic(topic)
@@ -201,7 +202,10 @@ class Translator:
         t_tps = [TopicPartition(targets[k], k[1]) for k in keys]
         # target ends before progress: a record copied in between is after the end we search to
         t_ranges = partition_ranges(self.t_admin, t_tps, self.flow.target)
-        progress = read_committed_progress(self.cfg, self.flow, [(targets[k], k[1]) for k in keys], self.resolve)
+        if self.p_consumer is None:
+            self.p_consumer = progress_reader(self.cfg, self.flow, self.resolve)
+        keys_t = [(targets[k], k[1]) for k in keys]
+        progress = read_committed_progress(self.cfg, self.flow, keys_t, self.resolve, consumer=self.p_consumer)
         s_ranges = None
         if self.s_admin is not None:
             s_ranges = partition_ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)

@@ -64,14 +64,26 @@ def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout:
             time.sleep(0.5)
 
 
+def progress_reader(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> Consumer:
+    """A consumer in the flow's progress group on its target, that only reads its commits."""
+    conf = {
+        "group.id": cfg.names.progress_group(flow.name),
+        "enable.auto.commit": False,
+        "isolation.level": "read_committed",
+    }
+    return Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
+
+
 def read_committed_progress(
     cfg: DrConfig,
     flow: FlowConfig,
     partitions: list[tuple[str, int]],
     resolve: SecretResolver | None = None,
     timeout: float = 60.0,
+    consumer: Consumer | None = None,
 ) -> dict[tuple[str, int], dict]:
     """Committed progress for ``partitions`` ((target topic, partition) pairs): offset + metadata.
+    ``consumer``: one of :func:`progress_reader` to ask with (kept open), instead of a new one.
 
     Read with a consumer's ``committed()``, which waits out a coordinator that is still
     loading: librdkafka 2.16's admin ListConsumerGroupOffsets crashes the process (SIGSEGV in
@@ -79,12 +91,7 @@ def read_committed_progress(
     """
     if not partitions:
         return {}
-    conf = {
-        "group.id": cfg.names.progress_group(flow.name),
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-    }
-    c = Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
+    c = consumer or progress_reader(cfg, flow, resolve)
     try:
         tps = committed_with_retry(c, [TopicPartition(t, p) for t, p in partitions], timeout)
     except KafkaException as e:
@@ -97,7 +104,8 @@ def read_committed_progress(
             ) from None
         raise RuntimeError(f"flow {flow.name}: reading progress on {flow.target}: {e.args[0].str()}") from None
     finally:
-        c.close()
+        if consumer is None:
+            c.close()
     out = {}
     for tp in tps:
         if tp.error is not None:

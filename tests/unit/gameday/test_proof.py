@@ -224,7 +224,7 @@ def test_compare_rereads_passes_at_or_above_the_report_and_fails_below():
 def test_compare_rereads_fails_beyond_the_report_plus_one_sync_intervals_worth():
     assert compare_rereads("failover", {"east": 9}, {"east": 5}, since_sync=4).ok
     c = compare_rereads("failover", {"east": 10, "west": 2}, {"east": 5, "west": None}, since_sync=4)
-    assert not c.ok and c.counts["beyond_bound"] == 3 and c.counts["sync_interval_worth"] == 4
+    assert not c.ok and c.counts["beyond_bound"] == 3 and c.counts["sync_window_worth"] == 4
 
 
 def test_consumption_before_counts_first_reads_in_the_window_up_to_the_last_read_on_the_cluster_left():
