@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 import yaml
-from test_offset_translation import commit, committed, expected_target, produce, west_view
+from test_offset_translation import active_member, commit, committed, expected_target, produce, west_view
 from test_replication import flow_config
 
 from kafka_dr.core.config_load import load_config
@@ -81,12 +81,7 @@ def test_a_continuous_job_syncs_moved_positions_within_seconds_and_spares_groups
     flow = next(f for f in cfg.flows if f.name == "east_to_west")
     produce(east, topic_name, "e1", 60, 2)
     app, busy = f"app-{uuid.uuid4().hex[:6]}", f"busy-{uuid.uuid4().hex[:6]}"
-    member = clients.consumer(west, busy)  # an active member of `busy` on west
-    member.subscribe([topic_name])
-    deadline = time.monotonic() + 60
-    while not member.assignment() and time.monotonic() < deadline:
-        member.poll(0.5)
-    assert member.assignment(), "the member never joined"
+    member = active_member(west, busy, topic_name)
     job = Job(config, tmp_path / "job.log", flow="east_to_west", mode="continuous")
     try:
         # positions committed before the job started are found by its first read

@@ -65,6 +65,18 @@ def committed(cluster, group: str, topic: str, partitions: list[int]) -> dict[in
     return {tp.partition: (tp.offset if tp.offset >= 0 else None) for tp in got}
 
 
+def active_member(cluster, group: str, topic: str):
+    """A consumer of ``group`` subscribed to ``topic`` on ``cluster``, once it has joined: the
+    group is active there (close it when done)."""
+    member = clients.consumer(cluster, group)
+    member.subscribe([topic])
+    deadline = time.monotonic() + 60
+    while not member.assignment() and time.monotonic() < deadline:
+        member.poll(0.5)
+    assert member.assignment(), "the member never joined"
+    return member
+
+
 def west_view(west, topic: str) -> dict[int, list[tuple[int, int | None]]]:
     """Per west partition: (target offset, east origin offset or None for anything else)."""
     out: dict[int, list] = {}
@@ -218,12 +230,7 @@ def test_offset_sync_dag_commits_on_the_target_never_backwards_and_not_for_activ
     app, busy = f"app-{uuid.uuid4().hex[:6]}", f"busy-{uuid.uuid4().hex[:6]}"
     commit(east, app, {(topic_name, 0): 7, (topic_name, 1): 25})
     commit(east, busy, {(topic_name, 0): 5})
-    member = clients.consumer(west, busy)  # an active member of `busy` on west
-    member.subscribe([topic_name])
-    deadline = time.monotonic() + 60
-    while not member.assignment() and time.monotonic() < deadline:
-        member.poll(0.5)
-    assert member.assignment(), "the member never joined"
+    member = active_member(west, busy, topic_name)
     try:
         run = build_offset_sync_dag(cfg).test()
         assert str(run.state) == "success", _task_states(run)

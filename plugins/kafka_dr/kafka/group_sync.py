@@ -16,7 +16,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from kafka_dr.core import offsets as core
@@ -229,9 +229,24 @@ class ContinuousGroupSync:
         self._sync = self._commits = self._reader = None
 
 
-def run_rounds(sync: ContinuousGroupSync, interval: float, done: threading.Event) -> None:
-    """A round every ``interval`` seconds (at once after a round that took longer) until ``done``;
-    a failed round is logged (the first of a run of failures, then every tenth) and retried."""
+#: the first round waits for the copy's first batch at most this long
+BEGIN_WITHIN_SECONDS = 30.0
+
+
+def run_rounds(
+    sync: ContinuousGroupSync,
+    interval: float,
+    done: threading.Event,
+    begin: Callable[[], bool] = lambda: True,
+    begin_within: float = BEGIN_WITHIN_SECONDS,
+) -> None:
+    """A round every ``interval`` seconds (at once after a round that took longer) until ``done``,
+    the first once ``begin()`` says so or after ``begin_within`` seconds: the first round reads
+    every live commit and translates every position, which a starting copy must not wait for.
+    A failed round is logged (the first of a run of failures, then every tenth) and retried."""
+    started = time.monotonic()
+    while not done.is_set() and not begin() and time.monotonic() - started < begin_within:
+        done.wait(0.5)
     failures = 0
     while not done.is_set():
         started = time.monotonic()
@@ -260,14 +275,16 @@ def run_rounds(sync: ContinuousGroupSync, interval: float, done: threading.Event
 
 
 @contextlib.contextmanager
-def syncing_meanwhile(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> Iterator[None]:
+def syncing_meanwhile(
+    cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, begin: Callable[[], bool] = lambda: True
+) -> Iterator[None]:
     """Meanwhile, the flow's continuous group-offset sync runs in a thread of its own, a round
-    every ``consumer_groups.sync_interval_seconds``."""
+    every ``consumer_groups.sync_interval_seconds``, the first once ``begin()`` (see :func:`run_rounds`)."""
     done = threading.Event()
     sync = ContinuousGroupSync(cfg, flow, resolve)
     interval = cfg.consumer_groups.sync_interval_seconds
     thread = threading.Thread(
-        target=run_rounds, args=(sync, interval, done), name=f"kafka-dr-group-sync-{flow.name}", daemon=True
+        target=run_rounds, args=(sync, interval, done, begin), name=f"kafka-dr-group-sync-{flow.name}", daemon=True
     )
     thread.start()
     try:

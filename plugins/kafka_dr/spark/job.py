@@ -156,7 +156,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         with (
             stop_on_signals(stop),
             stop_when(stop, lambda: _failover_reason(run), FAILOVER_CHECK_SECONDS),
-            _group_sync(run),
+            _group_sync(run, lambda: sink.summary.batches > 0),
         ):
             deadline = time.monotonic() + run.max_duration if run.max_duration else None
             sink.watch_selection()
@@ -175,15 +175,16 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         sink.producer.flush(10)
 
 
-def _group_sync(run: FlowRun):
-    """A continuous flow's job syncs its consumer groups' positions onto the target meanwhile
-    (:mod:`kafka_dr.kafka.group_sync`); an incremental flow's are the ``dr_offset_sync`` DAG's."""
+def _group_sync(run: FlowRun, copied: Callable[[], bool]):
+    """A continuous flow's job syncs its consumer groups' positions onto the target meanwhile,
+    from once it has ``copied()`` a first batch (:mod:`kafka_dr.kafka.group_sync`); an incremental
+    flow's are the ``dr_offset_sync`` DAG's."""
     if run.mode is not FlowMode.CONTINUOUS:
         return contextlib.nullcontext()
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.group_sync import syncing_meanwhile
 
-    return syncing_meanwhile(run.cfg, run.flow, env_resolver())
+    return syncing_meanwhile(run.cfg, run.flow, env_resolver(), begin=copied)
 
 
 def load_flow(opts: JobOptions) -> FlowRun:
