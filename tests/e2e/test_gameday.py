@@ -48,9 +48,10 @@ FLOWING_AGAIN_S = dict.fromkeys(("spark-executor", "target-leader", "target-netw
 SINGLE_FAULTS = set(FLOWING_AGAIN_S)
 #: from the failover's trigger to the moved app's first read
 RTO_S = 60.0
-#: how stale a synced group position may be beyond the sync interval: one sync round, the first
-#: one after the replication job started again included (it reads every live commit)
-SYNC_ROUND_S = 30.0
+#: how stale a synced group position may be beyond the sync interval: one sync round, or the
+#: replication job's restart when the disaster follows the scheduler's restart at once (the job
+#: syncs again once it copies)
+SYNC_ROUND_S = 60.0
 
 
 #: the game day's line once its traffic has stopped: what follows (reading both clusters, its

@@ -41,9 +41,9 @@ class CommitLog:
         return True
 
     def read(self, timeout: float = 30.0, quiet_s: float = 0.2) -> dict[tuple[str, str, int], GroupCommit]:
-        """The latest commit per (group, topic, partition) since the last read. The first read
-        returns every live commit (it reads until each partition reported its end); later ones
-        stop once nothing arrives for ``quiet_s``."""
+        """The latest commit per (group, topic, partition) since the last read. The first reads
+        return every live commit (reading until each partition reported its end, ``timeout``
+        seconds at a time); later ones stop once nothing arrives for ``quiet_s``."""
         if self.partitions is None and not self._assign(timeout):
             return {}
         out: dict[tuple[str, str, int], GroupCommit] = {}
@@ -75,6 +75,4 @@ class CommitLog:
                 continue
             if not msgs:
                 return out
-        if not self.caught_up:
-            raise TimeoutError(f"{self.where}/{COMMITS_TOPIC}: not read to its end within {timeout:.0f}s")
-        return out
+        return out  # a first read cut short by the timeout: the next read goes on from there
