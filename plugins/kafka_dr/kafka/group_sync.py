@@ -48,15 +48,17 @@ class GroupSync:
         self.topic = cfg.names.offset_sync_topic
         ensure_topic(self.t_admin, self.topic, 1, {"cleanup.policy": "compact"})
         self.producer = clients.producer(self.target, resolve)
+        self._groups = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
         self.tr = Translator(cfg, flow, resolve, source_available=True)
         self.placer = GroupPlacer(cfg, flow, self.tr, resolve)
 
+    def selects(self, group: str) -> bool:
+        """Whether the config's ``consumer_groups`` select ``group``."""
+        return core.group_selected(group, *self._groups)
+
     def selected(self, groups: Iterable[str]) -> list[str]:
         """``groups`` narrowed to those the config's ``consumer_groups`` select."""
-        allow, deny = core.configured_groups(
-            self.cfg.consumer_groups.allow, self.cfg.consumer_groups.deny, self.cfg.internal_prefix
-        )
-        return [g for g in groups if core.group_selected(g, allow, deny)]
+        return [g for g in groups if self.selects(g)]
 
     def group(self, group: str, offsets: dict[tuple[str, int], int]) -> list[dict]:
         """Translate and commit ``group``'s ``offsets`` ({(source topic, partition): offset});
@@ -175,7 +177,7 @@ class ContinuousGroupSync:
         if self._sync is None:
             self._sync = GroupSync(self.cfg, self.flow, self.resolve)
         sync = self._sync
-        moved = positions_to_sync(self._commits.read().values(), self._topic_synced, lambda g: bool(sync.selected([g])))
+        moved = positions_to_sync(self._commits.read().values(), self._topic_synced, sync.selects)
         for group, offsets in moved.items():
             self._unsettled.setdefault(group, {}).update(offsets)
             for t, p in offsets:

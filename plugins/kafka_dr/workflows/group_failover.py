@@ -82,10 +82,6 @@ def move_groups(
         # the run's pattern narrows the configured selection; it never widens it
         if not (pattern.fullmatch(group) and core.group_selected(group, allow, deny)):
             continue
-        # positions on topics the flow no longer replicates (config changed since) are left alone
-        synced = {
-            k: v for k, v in last_synced_positions(cfg, flow, group, resolve).items() if router.target_topic(k[0])
-        }
         if source_answers:
             live = read_group_offsets(cfg, flow, group, resolve, skip_synced=True)
             if not live:
@@ -93,6 +89,10 @@ def move_groups(
             translations = translate_group(cfg, flow, group, resolve, source_offsets=live, source_available=True)
             when: dict[tuple[str, int], dict] = {}
         else:
+            # positions on topics the flow no longer replicates (config changed since) are left alone
+            synced = {
+                k: v for k, v in last_synced_positions(cfg, flow, group, resolve).items() if router.target_topic(k[0])
+            }
             if not synced:
                 continue
             # the offset in records: trailing markers and filtered records below it taken off
