@@ -92,6 +92,22 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
     admin = AdminClient(clients.client_config(west))
     admin.delete_consumer_groups([group], request_timeout=30)[group].result(30)
 
+    # east still answers: a dry run shows the whole plan, the refusal its verdict, and ends
+    # green; the same failover for real fails at once, not retried (the refusal cannot change)
+    before = read_state(cfg)
+    planned = build_failover_dag(cfg).test(run_conf={"failed_cluster": "east", "surviving_cluster": "west"})
+    assert str(planned.state) == "success", _task_states(planned)
+    plan = _summary(planned)
+    assert plan["would_refuse"] == ["east still answers (force to override)"], plan
+    assert plan["parity"]["verdict"] and plan["rpo"]["flows"]["east_to_west"]["status"] == "exact", plan
+    assert plan["record_active"]["state"] == "would record", plan
+    refused = build_failover_dag(cfg).test(
+        run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": False}
+    )
+    assert str(refused.state) == "failed"
+    assert _tries(refused)["confirm_failed_cluster_down"] == ("failed", 1), _tries(refused)
+    assert read_state(cfg) == before
+
     lab.stop("east")
     try:
         # a dry run changes nothing
@@ -133,31 +149,57 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         lab.start("east")
 
 
+def _tries(run) -> dict[str, tuple[str, int]]:
+    """Each task's state and how many tries it took."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id).all()
+        return {ti.task_id: (str(ti.state), ti.try_number) for ti in tis}
+
+
+def _summary(run) -> dict:
+    """What the run's summary task returned (its XCom)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        row = (
+            session.query(XComModel)
+            .filter_by(dag_id=run.dag_id, run_id=run.run_id, task_id="summary", key="return_value")
+            .one()
+        )
+        return row.value
+
+
 def test_cli_failover_refuses_a_live_cluster_and_dry_runs_with_force(lab, tmp_path, topic_name):
-    """The CLI twin runs the same steps: east answers, so it refuses unless forced; a forced dry
-    run reports and changes nothing."""
+    """The CLI twin runs the same steps: east answers, so a failover is refused unless forced
+    (exit 1, nothing changed); a dry run shows the whole plan with that refusal as its verdict;
+    a forced dry run reports the plan going ahead and changes nothing."""
     import subprocess
     import sys
     from pathlib import Path
 
     path = isolated_config(lab, tmp_path, topic_name)
     cli = str(Path(sys.executable).with_name("kafka-dr"))
-    refused = subprocess.run(
-        [cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert refused.returncode == 1 and "cluster 'east'" in refused.stderr and "still answers" in refused.stderr
     before = read_state(load_config(path))
-    forced = subprocess.run(
-        [cli, "failover", "--from", "east", "--to", "west", "--dry-run", "--force", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+
+    def failover(*flags: str) -> subprocess.CompletedProcess:
+        command = [cli, "failover", "--from", "east", "--to", "west", *flags, "--config", str(path)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+    refused = failover()
+    assert refused.returncode == 1 and "cluster 'east'" in refused.stderr and "still answers" in refused.stderr
+    assert read_state(load_config(path)) == before
+    planned = failover("--dry-run")
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    assert "verdict: would be refused: east still answers (force to override)" in planned.stdout, planned.stdout
+    assert "parity:" in planned.stdout and "active cluster would be: west" in planned.stdout, planned.stdout
+    forced = failover("--dry-run", "--force")
     assert forced.returncode == 0, forced.stderr[-2000:]
     assert "DRY RUN: nothing changed" in forced.stdout and "active cluster would be: west" in forced.stdout
+    assert "verdict: would go ahead" in forced.stdout or "would be refused: west is not ready" in forced.stdout
     assert read_state(load_config(path)) == before
 
 

@@ -22,6 +22,7 @@ from airflow.sdk import DAG, Param, task
 from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag, replication_dag_id
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.airflow.params import SECTION_SAFETY, cluster_param, dry_run_param, force_param, groups_param
+from kafka_dr.airflow.refusals import final_on_refusal
 from kafka_dr.core.config import DrConfig, FlowMode
 from kafka_dr.core.failback import MODES, RESYNC
 
@@ -112,7 +113,8 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
         def check(**context) -> dict:
             from kafka_dr.workflows.failback import check_ready
 
-            return check_ready(_run(context))
+            with final_on_refusal():
+                return check_ready(_run(context))
 
         # the copy is as long as the backlog (a re-seed copies whole topics); a cut copy resumes
         @task(

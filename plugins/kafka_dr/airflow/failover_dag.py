@@ -18,6 +18,7 @@ from airflow.sdk import DAG, task
 from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.airflow.params import cluster_param, dry_run_param, force_param, groups_param
+from kafka_dr.airflow.refusals import final_on_refusal
 from kafka_dr.core.config import DrConfig
 
 
@@ -85,13 +86,15 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
         def confirm(**context) -> dict:
             from kafka_dr.workflows.failover import confirm_down
 
-            return confirm_down(_run(context))
+            with final_on_refusal():
+                return confirm_down(_run(context))
 
         @task(task_id="check_parity", retries=1)
         def parity(confirmed: dict, **context) -> dict:
             from kafka_dr.workflows.failover import check_parity
 
-            return check_parity(_run(context, confirmed))
+            with final_on_refusal():
+                return check_parity(_run(context, confirmed))
 
         @task(task_id="stop_flows_from_failed", retries=1)
         def stop(**context) -> dict:
@@ -138,6 +141,9 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
                 "missing_records_at_least": sum(f["missing_records_at_least"] for f in rpo_result["flows"].values()),
             }
             from kafka_dr.airflow.notifier import announce
+            from kafka_dr.workflows.failover import would_refuse
+
+            summary["would_refuse"] = would_refuse(summary)
 
             subject = f"[kafka-dr] failover {failed} -> {survivor}{' (dry run)' if dry else ''}"
             summary = announce(cfg.alerts, "failover", subject, format_summary(summary), summary)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.failover import cluster_pair_problem, last_known_ends, rpo_entry, rpo_seconds
-from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver
 from kafka_dr.kafka.state_store import reachable, read_state, write_state
 
 
@@ -73,16 +73,21 @@ def confirm_down(run: FailoverRun) -> dict:
     check_clusters(run)
     require_valid([p for p in (regex_problem("--groups", run.groups),) if p])
     if not reachable(cfg, survivor, resolve):
-        raise FailoverRefused(
+        # not a refusal: a retry may find it answering
+        raise ClusterUnreachable(
             f"the surviving cluster {survivor!r} ({cfg.cluster(survivor).bootstrap_servers}) does not answer either"
         )
     up = reachable(cfg, failed, resolve)
+    refusal = None
     if up and not force:
-        raise FailoverRefused(
-            f"cluster {failed!r} ({cfg.cluster(failed).bootstrap_servers}) still answers; failing over from a live "
-            f"cluster splits writes between two actives. Stop its producers first, or trigger again with force"
-        )
-    return {"failed": failed, "failed_answers": up, "forced": bool(up and force)}
+        refusal = f"{failed} still answers (force to override)"
+        if not run.dry_run:
+            raise FailoverRefused(
+                f"cluster {failed!r} ({cfg.cluster(failed).bootstrap_servers}) still answers; failing over from a "
+                f"live cluster splits writes between two actives. Stop its producers first, or trigger again with force"
+            )
+    # a dry run goes on: the rest of the plan is what an operator decides on before forcing
+    return {"failed": failed, "failed_answers": up, "forced": bool(up and force), "would_refuse": refusal}
 
 
 def check_parity(run: FailoverRun) -> dict:
@@ -242,12 +247,24 @@ def run_failover(run: FailoverRun) -> dict:
     summary["rpo"] = rpo
     summary["missing_records_at_least"] = sum(f["missing_records_at_least"] for f in rpo["flows"].values())
     summary["record_active"] = record_active(run, summary)
+    summary["would_refuse"] = would_refuse(summary)
     return summary
+
+
+def would_refuse(summary: dict) -> list[str]:
+    """Why a dry run's failover would be refused without force (empty: it would go ahead)."""
+    down = (summary.get("confirm_down") or {}).get("would_refuse")
+    parity = summary.get("parity") or {}
+    not_ready = parity.get("would_refuse") and f"{summary['survivor']} is not ready (parity; force to override)"
+    return [r for r in (down, not_ready) if r]
 
 
 def format_summary(summary: dict) -> str:
     dry = " (DRY RUN: nothing changed)" if summary.get("dry_run") else ""
     lines = [f"failover {summary['failed']} -> {summary['survivor']}{dry}"]
+    refusals = would_refuse(summary)
+    if summary.get("dry_run"):
+        lines.append(f"  verdict: {'would be refused: ' + '; '.join(refusals) if refusals else 'would go ahead'}")
     parity = summary.get("parity")
     if parity:
         age = parity.get("recorded_age_s")
