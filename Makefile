@@ -38,8 +38,9 @@ demo: setup
 
 # The whole suite in parallel workers, a test file each at a time (its module's lab stays in one
 # worker), the longest files first (tests/conftest.py orders them); each worker has its own ports
-# and folders. Most of the suite waits on brokers, JVMs and services, so two workers share 2 cores.
-TEST_WORKERS ?= 2
+# and folders. Most of the suite waits on brokers, JVMs and services (about half of 2 cores busy
+# with two workers), so three workers share the 2 cores.
+TEST_WORKERS ?= 3
 test: setup browser postgres
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
