@@ -204,6 +204,7 @@ class StatusView:
     last_event: str | None
     operations: tuple[Operation, ...]
     read_errors: tuple[tuple[str, str], ...]
+    next_steps: tuple[str, ...] = ()
 
 
 # -- building it, section by section ---------------------------------------------------------
@@ -368,6 +369,7 @@ def status_view(
         last_event=str(report.last_event) if report.last_event else None,
         operations=tuple(operation(op, now) for op in recent_operations),
         read_errors=tuple(read_errors.items()),
+        next_steps=report.next_steps,
     )
 
 

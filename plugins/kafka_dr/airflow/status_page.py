@@ -20,7 +20,7 @@ from pathlib import Path
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from kafka_dr.core.status import OPERATION_DAGS, SYNC_DAGS
+from kafka_dr.core.status import NEXT_STEPS, OPERATION_DAGS, SYNC_DAGS
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,19 @@ def last_runs(dag_ids) -> dict[str, dict | None]:
                 else {"run_id": run.run_id, "state": str(run.state), "end_ms": _ms(run.end_date) or _ms(run.start_date)}
             )
     return out
+
+
+def paused_dags(dag_ids) -> frozenset[str]:
+    """Which of ``dag_ids`` are paused in Airflow (a DAG not parsed yet counts as paused)."""
+    from airflow.models.dag import DagModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        active = session.scalars(
+            select(DagModel.dag_id).where(DagModel.dag_id.in_(list(dag_ids)), DagModel.is_paused.is_(False))
+        ).all()
+    return frozenset(dag_ids) - frozenset(active)
 
 
 def recent_operations(limit: int = 5) -> list[dict]:
@@ -159,9 +172,10 @@ def collect(read_timeout: float = 5.0) -> tuple:
     try:
         runs = last_runs(SYNC_DAGS)
         ops = recent_operations()
+        paused = paused_dags(NEXT_STEPS)
     except Exception as e:  # the metadata DB being away must not hide the clusters' state
         errors["Airflow metadata database"] = f"{type(e).__name__}: {e}"
-        runs, ops = {}, []
+        runs, ops, paused = {}, [], frozenset()
     report = build_status(
         cfg,
         inputs["health"],
@@ -173,6 +187,7 @@ def collect(read_timeout: float = 5.0) -> tuple:
         int(time.time() * 1000),
         topics=inputs["topics"],
         parity=inputs["parity"],
+        paused=paused,
     )
     return report, ops, errors
 

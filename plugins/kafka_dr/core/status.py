@@ -100,6 +100,8 @@ class StatusReport:
     alerts: tuple[Alert, ...]
     latency_series: dict = field(default_factory=dict)  #: {flow: [(at_ms, p99_ms), ...]}
     parity: tuple[dict, ...] = ()  #: the recorded parity reports (kafka_dr.core.parity.build)
+    #: what a new deployment does next: the paused DAGs whose findings the page lacks
+    next_steps: tuple[str, ...] = ()
 
     @property
     def overall(self) -> str:
@@ -161,8 +163,11 @@ def build_status(
     now_ms: int,
     topics: dict[str, list[str]] | None = None,
     parity: list[dict] | None = None,
+    paused: frozenset[str] = frozenset(),
 ) -> StatusReport:
-    """Judge everything read into one report; see the module doc for the inputs."""
+    """Judge everything read into one report; see the module doc for the inputs. ``paused``:
+    the DAGs paused in Airflow; a finding that is missing only because its DAG is paused is a
+    next step, not an alert."""
     alerts: list[Alert] = []
     th = cfg.thresholds
 
@@ -227,7 +232,7 @@ def build_status(
                     f"(max {th.heartbeat_max_age_seconds:.0f}s)",
                 )
             )
-        elif hb is not None and hb.status == "missing":
+        elif hb is not None and hb.status == "missing" and HEARTBEAT_DAG not in paused:
             alerts.append(Alert("warning", f"flow {f.name}: no heartbeat from {f.source} has reached {f.target}"))
         if fs.selected_topics == 0:
             alerts.append(Alert("warning", str(empty_selection(cfg, f, names))))
@@ -284,4 +289,27 @@ def build_status(
         alerts=tuple(alerts),
         latency_series={f.name: latency_series(metrics, f.name) for f in cfg.flows},
         parity=tuple(parity or ()),
+        next_steps=next_steps(paused, heartbeats, parity, dq),
     )
+
+
+#: the DAGs whose findings the page shows, and the step that brings each one
+HEARTBEAT_DAG = "dr_heartbeat"
+NEXT_STEPS = {
+    HEARTBEAT_DAG: "Unpause dr_heartbeat: a heartbeat through every flow each minute proves replication "
+    "end to end and measures its latency; until then the flows show no heartbeat.",
+    "dr_parity": "Unpause dr_parity: it records whether each cluster is ready to take over another's "
+    "applications (topics, configs, ACLs, groups), which dr_failover checks first.",
+    "dr_data_quality": "Unpause dr_data_quality: it compares the clusters record by record (Spark and "
+    "Great Expectations) and alerts on a difference.",
+}
+
+
+def next_steps(paused: frozenset[str], heartbeats: dict, parity: list[dict] | None, dq: dict | None) -> tuple[str, ...]:
+    """The steps a deployment has not taken yet: each paused DAG whose finding is missing."""
+    missing = {
+        HEARTBEAT_DAG: not any(hb is not None and hb.status != "missing" for hb in heartbeats.values()),
+        "dr_parity": not parity,
+        "dr_data_quality": dq is None,
+    }
+    return tuple(step for dag_id, step in NEXT_STEPS.items() if dag_id in paused and missing[dag_id])

@@ -316,3 +316,30 @@ def test_a_target_not_ready_for_failover_is_a_warning_and_the_page_lists_why():
     assert "east -&gt; west" in section and "not ready" in section and "west -&gt; east" in section
     assert "not ready: acls: missing on west: ALLOW User:app READ on topic o" in section
     assert "not set up" not in section  # notes are not shown
+
+
+def test_a_new_deployment_is_told_what_to_unpause_rather_than_warned():
+    """Right after the DAGs are deployed, the monitoring DAGs are paused: no heartbeat, no parity
+    report, no data-quality run. The page names the DAG to unpause for each, and warns of none."""
+    beats = {f.name: hb(f.name, f.source, f.target, None, "missing") for f in CFG.flows}
+    paused = frozenset({"dr_heartbeat", "dr_parity", "dr_data_quality", "dr_acl_sync"})
+    report = build_status(CFG, UP, DrState(), beats, [], None, {}, NOW, paused=paused)
+    assert report.alerts == () and report.overall == "ok"
+    assert [s.split(":")[0] for s in report.next_steps] == [
+        "Unpause dr_heartbeat",
+        "Unpause dr_parity",
+        "Unpause dr_data_quality",
+    ]
+    html = render(report, None, [], {})
+    assert '<ol class="next-steps" id="next-steps">' in html and "Unpause dr_parity" in html
+
+
+def test_a_running_heartbeat_dag_that_delivers_nothing_is_a_warning_not_a_step():
+    beats = {f.name: hb(f.name, f.source, f.target, None, "missing") for f in CFG.flows}
+    report = build_status(CFG, UP, DrState(), beats, [], None, {}, NOW, paused=frozenset({"dr_parity"}))
+    assert {a.level for a in report.alerts} == {"warning"}
+    assert all("no heartbeat" in a.text for a in report.alerts) and len(report.alerts) == len(CFG.flows)
+    assert [s.split(":")[0] for s in report.next_steps] == ["Unpause dr_parity"]
+    assert 'id="next-steps"' in render(report, None, [], {})
+    healthy = build_status(CFG, UP, DrState(), HEALTHY_BEATS, METRICS, {"success": True}, {}, NOW)
+    assert healthy.next_steps == () and 'id="next-steps"' not in render(healthy, None, [], {})
