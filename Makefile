@@ -9,11 +9,12 @@ BIN    := $(VENV)/bin
 
 setup: $(VENV)/.installed $(VENV)/.jars $(VENV)/.broker-archive $(VENV)/.spark-archive
 
-# Python deps: uv resolves the pinned Airflow/Spark/GX set in ~30 s (pip takes minutes).
-$(VENV)/.installed: pyproject.toml
+# Python deps: uv installs the lab's exact set (constraints.txt) within the package's ranges
+# in ~30 s (pip takes minutes).
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check uv
-	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[dev]"
+	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[dev]" -c constraints.txt
 	touch $@
 
 # Kafka broker + MirrorMaker 2 jars from Maven Central, cached in ~/.cache/kafka-dr.

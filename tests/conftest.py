@@ -71,7 +71,7 @@ os.environ.update(
     {
         "AIRFLOW_HOME": str(AIRFLOW_HOME),
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(AIRFLOW_HOME / "plugins"),  # the status page: an entry point
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{AIRFLOW_HOME / 'airflow.db'}",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(AIRFLOW_HOME / "logs"),

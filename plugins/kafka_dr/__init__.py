@@ -8,4 +8,4 @@ Layers (data flows one way: config -> plan -> Spark job / Airflow task -> Kafka)
 - ``kafka_dr.airflow``: hooks, operators and wiring for Airflow.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

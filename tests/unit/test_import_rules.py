@@ -17,15 +17,17 @@ ALLOWED = {
     "core": set(),
     # where fetched jars and built archives live: a path from the environment, nothing else
     "cache": set(),
+    # where the shipped folders (Spark jobs, GX suites, DAG files) are: a path, nothing else
+    "shipped": set(),
     "kafka": {"core", "cache"},
     "alerts": {"core"},
     "entry": {"core"},
     "spark": {"core", "kafka", "alerts", "entry", "cache"},
-    "dq": {"core", "kafka", "spark", "entry"},
+    "dq": {"core", "kafka", "spark", "entry", "shipped"},
     "workflows": {"core", "kafka", "spark", "dq", "alerts"},
-    "airflow": {"core", "kafka", "spark", "dq", "workflows", "alerts"},
+    "airflow": {"core", "kafka", "spark", "dq", "workflows", "alerts", "shipped"},
     # the lab runs Airflow as a service with the environment the scheduler layer computes (airflow.env)
-    "lab": {"core", "kafka", "spark", "workflows", "airflow", "cache"},
+    "lab": {"core", "kafka", "spark", "workflows", "airflow", "cache", "shipped"},
     "bench": {"core", "kafka", "spark", "lab", "entry"},
     "demo": {"core", "kafka", "spark", "lab"},
     "gameday": {"core", "kafka", "lab", "alerts", "airflow"},
@@ -42,6 +44,7 @@ ALLOWED = {
         "gameday",
         "entry",
         "alerts",
+        "shipped",
     },
 }
 

@@ -23,9 +23,7 @@ from pathlib import Path
 
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.secret_refs import SecretRef, is_secret_key
-
-REPO = Path(__file__).resolve().parents[3]
-
+from kafka_dr.shipped import folder
 
 #: The lab's Airflow user (role admin: it triggers failover and failback).
 LAB_USER = "operator"
@@ -86,13 +84,15 @@ def connection_env(cfg: DrConfig) -> dict[str, str]:
     return env
 
 
-def airflow_env(airflow_home: Path, config_path: Path, cfg: DrConfig, repo: Path = REPO) -> dict[str, str]:
-    """Everything Airflow needs to run this project's DAGs against ``config_path``."""
+def airflow_env(airflow_home: Path, config_path: Path, cfg: DrConfig) -> dict[str, str]:
+    """Everything Airflow needs to run this project's DAGs against ``config_path``: the DAG
+    files kafka-dr ships, and a plugins folder of Airflow's own (the status page comes through
+    the package's entry point)."""
     airflow_home = airflow_home.resolve()
     env = {
         "AIRFLOW_HOME": str(airflow_home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(repo / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(repo / "plugins"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(folder("dags")),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(airflow_home / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",

@@ -22,7 +22,6 @@ import re
 import time
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
@@ -32,11 +31,11 @@ from airflow.sdk import DAG, task
 from kafka_dr.airflow.dag_config import LONG_TASK, kafka_dr_dag, replication_dag_id
 from kafka_dr.airflow.notifier import failure_callbacks
 from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
+from kafka_dr.shipped import spark_job
 from kafka_dr.spark.class_archive import with_class_archive
 from kafka_dr.spark.driver_options import driver_java_options, spark_submit_env
 
-REPO = Path(__file__).resolve().parents[3]
-APPLICATION = str(REPO / "spark_jobs" / "replicate.py")
+APPLICATION = str(spark_job("replicate.py"))
 DEFAULT_CONTINUOUS_SECONDS = 3600
 #: An incremental run copies what is there and exits: a backlog of millions takes a minute or two.
 INCREMENTAL_TIMEOUT = timedelta(hours=1)

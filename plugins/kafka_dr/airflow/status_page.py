@@ -1,6 +1,6 @@
 """The DR status page: a FastAPI app that Airflow's api-server mounts at ``/dr-status``.
 
-Registered by ``plugins/kafka_dr_status_plugin.py`` (with a navigation entry). It runs inside
+Registered by :mod:`kafka_dr.airflow.plugin` (with a navigation entry). It runs inside
 the api-server, so it reads Airflow's metadata database directly for the last runs of the
 sync DAGs and the failover/failback summaries, and the clusters (bounded, see
 :mod:`kafka_dr.kafka.status_reads`) for health, state, heartbeats, metrics and data quality.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from kafka_dr import __version__
 from kafka_dr.cli import airflow_cmds, gameday_cmd, lab_cmd, operator_cmds, spark_cmds, sync_cmds, tool_cmds
 
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-dr", parents=[common], description="Disaster recovery for Apache Kafka, scheduled by Airflow."
     )
+    parser.add_argument("--version", action="version", version=f"kafka-dr {__version__}")
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="command")
     lab_cmd.add_parser(sub, common)
     tool_cmds.add_parsers(sub, common)

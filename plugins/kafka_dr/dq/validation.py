@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from kafka_dr.core.dq import INDEX_COLUMNS, CheckFailure
+from kafka_dr.shipped import folder
 
 log = logging.getLogger(__name__)
 
-EXPECTATIONS_DIR = Path(__file__).resolve().parents[3] / "expectations"
+EXPECTATIONS_DIR = folder("expectations")
 SUITES = ("kafka_dr_partitions", "kafka_dr_schema_registry", "kafka_dr_topic_configs")
 CHECKPOINT = "kafka_dr_clusters_agree"
 DATA_SOURCE, ASSET, BATCH = "kafka_dr", "comparison", "comparison_table"

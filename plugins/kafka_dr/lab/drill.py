@@ -33,8 +33,8 @@ import yaml
 
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.provenance import Provenance, has_origin
+from kafka_dr.shipped import spark_job
 
-REPO = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 FLOW = "east_to_west"
 
@@ -116,7 +116,7 @@ def replicate_command(
         str(BIN / "spark-submit"),
         *("--master", master),
         *(arg for k, v in settings.items() for arg in ("--conf", f"{k}={v}")),
-        str(REPO / "spark_jobs" / "replicate.py"),
+        str(spark_job("replicate.py")),
         *("--config", str(config), "--flow", flow, "--mode", mode, "--trigger-seconds", "0.5"),
     ]
 

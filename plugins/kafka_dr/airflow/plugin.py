@@ -1,8 +1,8 @@
-"""Airflow plugin entry: the kafka-dr DR status page and its navigation entry.
+"""The Airflow plugin: the DR status page and its navigation entry.
 
-A top-level file on purpose: Airflow's plugin loader imports every ``.py`` under ``plugins/``
-as a top-level module (``kafka_dr/`` is excluded by ``.airflowignore``), so this file only
-wires; the page is :mod:`kafka_dr.airflow.status_page`.
+Registered through the package's ``airflow.plugins`` entry point, so an Airflow that has
+kafka-dr installed loads it with nothing copied into its plugins folder. The page itself is
+:mod:`kafka_dr.airflow.status_page`.
 """
 
 from airflow.plugins_manager import AirflowPlugin

@@ -1,0 +1,165 @@
+"""The distributable package: the wheel and sdist `python -m build` makes hold everything a
+deployment needs, and kafka-dr installed from the wheel into a virtualenv of its own (no
+checkout on any path) brings its DAGs, its status-page plugin and its provider entry to Airflow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+SHIPPED = ("dags", "spark_jobs", "expectations", "examples")
+ONE_LINE_DAG_FILE = "from kafka_dr.airflow.all_dags import *  # noqa: F403 - every kafka-dr DAG\n"
+UNREACHABLE = """
+clusters:
+  east: {bootstrap_servers: "192.0.2.1:9092"}
+  west: {bootstrap_servers: "192.0.2.2:9092"}
+flows:
+  - {source: east, target: west}
+  - {source: west, target: east}
+"""
+
+
+def _tracked(folder: str) -> set[str]:
+    out = subprocess.run(["git", "ls-files", folder], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    return {line.removeprefix(f"{folder}/") for line in out.splitlines()}
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    proc = subprocess.run(
+        [str(BIN / "python"), "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out
+
+
+def _version() -> str:
+    from kafka_dr import __version__
+
+    return __version__
+
+
+def test_the_wheel_holds_the_library_dags_jobs_suites_examples_and_entry_points(dist):
+    wheel = dist / f"kafka_dr-{_version()}-py3-none-any.whl"
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for folder in SHIPPED:
+        inside = {
+            n.removeprefix(f"kafka_dr/_shipped/{folder}/")
+            for n in names
+            if n.startswith(f"kafka_dr/_shipped/{folder}/")
+        }
+        assert inside == _tracked(folder), folder
+    assert {
+        "kafka_dr/airflow/templates/status.html",
+        "kafka_dr/airflow/plugin.py",
+        "kafka_dr/kafka/java/ClientQuotas.java",
+    } <= names
+    info = f"kafka_dr-{_version()}.dist-info"
+    entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
+    assert "kafka_dr_status = kafka_dr.airflow.plugin:KafkaDrStatusPlugin" in entry_points
+    assert "provider_info = kafka_dr.airflow.provider:get_provider_info" in entry_points
+    metadata = zipfile.ZipFile(wheel).read(f"{info}/METADATA").decode()
+    required = [line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Requires-Dist: ")]
+    runtime = [r for r in required if "extra ==" not in r]
+    assert runtime and not [r for r in runtime if "==" in r], f"exact pins belong in constraints.txt: {runtime}"
+    assert any(r.startswith("psycopg2-binary") and 'extra == "lab"' in r for r in required)
+
+
+def test_the_sdist_carries_the_top_level_folders_the_build_ships(dist):
+    sdist = dist / f"kafka_dr-{_version()}.tar.gz"
+    root = f"kafka_dr-{_version()}/"
+    names = {n.removeprefix(root) for n in tarfile.open(sdist).getnames()}
+    for folder in SHIPPED:
+        assert {f"{folder}/{f}" for f in _tracked(folder)} <= names, folder
+    assert {"CHANGELOG.md", "constraints.txt", "setup.py", "pyproject.toml"} <= names
+
+
+@pytest.fixture(scope="module")
+def installed(dist, tmp_path_factory) -> dict:
+    """kafka-dr from the wheel in a virtualenv of its own, with the lab's constraints; every
+    command runs from a folder outside the checkout, with no checkout folder on any path."""
+    home = tmp_path_factory.mktemp("installed")
+    venv = home / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    wheel = dist / f"kafka_dr-{_version()}-py3-none-any.whl"
+    proc = subprocess.run(
+        [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel)]
+        + ["-c", str(REPO / "constraints.txt")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (home / "kafka-dr.yaml").write_text(UNREACHABLE)
+    dags = home / "dags"
+    dags.mkdir()
+    (dags / "kafka_dr_dags.py").write_text(ONE_LINE_DAG_FILE)
+    airflow_home = home / "airflow"
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": os.environ.get("HOME", str(home)),
+        "JAVA_HOME": os.environ.get("JAVA_HOME", ""),
+        "KAFKA_DR_CONFIG": str(home / "kafka-dr.yaml"),
+        "AIRFLOW_HOME": str(airflow_home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(airflow_home / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
+    }
+    return {"venv": venv, "home": home, "env": env}
+
+
+def _run(installed: dict, *command: str, timeout: float = 300) -> str:
+    proc = subprocess.run(
+        list(command), cwd=installed["home"], env=installed["env"], capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, f"{command}: {proc.stdout[-2000:]}{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def test_the_installed_package_finds_its_shipped_folders_inside_itself(installed):
+    assert _run(installed, "kafka-dr", "--version").strip() == f"kafka-dr {_version()}"
+    where = _run(installed, "python", "-c", "from kafka_dr.shipped import folder; print(folder('spark_jobs'))")
+    site = installed["venv"] / "lib"
+    assert Path(where.strip()).is_relative_to(site) and (Path(where.strip()) / "replicate.py").is_file(), where
+    assert not Path(where.strip()).is_relative_to(REPO)
+
+
+def test_a_one_line_dag_file_brings_every_dag_of_the_installed_package(installed):
+    probe = (
+        "import json; from airflow.dag_processing.dagbag import DagBag; import os;"
+        "b = DagBag(dag_folder=os.environ['AIRFLOW__CORE__DAGS_FOLDER']);"
+        "print(json.dumps({'errors': {k: str(v) for k, v in b.import_errors.items()}, 'dags': sorted(b.dags),"
+        " 'files': sorted({d.fileloc for d in b.dags.values()})}))"
+    )
+    parsed = json.loads(_run(installed, "python", "-c", probe).strip().splitlines()[-1])
+    assert parsed["errors"] == {}
+    repo_dags = {f.stem for f in (REPO / "dags").glob("dr_*.py")}
+    expected = (repo_dags - {"dr_replication"}) | {"dr_replicate_east_to_west", "dr_replicate_west_to_east"}
+    assert set(parsed["dags"]) == expected
+    assert parsed["files"] == [str(installed["home"] / "dags" / "kafka_dr_dags.py")]
+
+
+def test_airflow_lists_the_status_page_plugin_and_the_provider_from_the_installed_package(installed):
+    plugins = json.loads(_run(installed, "airflow", "plugins", "--output", "json"))
+    status = [p for p in plugins if p["name"] == "kafka_dr_status"]
+    assert len(status) == 1, plugins
+    assert "kafka_dr" in json.dumps(status[0]) and "dr-status" in json.dumps(status[0])
+    providers = json.loads(_run(installed, "airflow", "providers", "list", "--output", "json"))
+    assert {"package_name": "kafka-dr", "version": _version()}.items() <= next(
+        p for p in providers if p["package_name"] == "kafka-dr"
+    ).items(), providers
