@@ -65,7 +65,8 @@ ORDER = [
     ".venv/bin/kafka-dr replicate --flow east_to_west --mode incremental",
 ]
 CHECKOUT_FILES = (
-    *(".venv", "Makefile", "pyproject.toml", "plugins", "spark_jobs", "dags", "expectations", "examples"),
+    *(".venv", "Makefile", "pyproject.toml", "constraints.txt", "setup.py", "MANIFEST.in", "CHANGELOG.md"),
+    *("plugins", "spark_jobs", "dags", "expectations", "examples"),
     *("tests", "README.md", "docs"),  # make check runs the unit tests, which read the documents too
 )
 

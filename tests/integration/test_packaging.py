@@ -88,17 +88,26 @@ def test_the_sdist_carries_the_top_level_folders_the_build_ships(dist):
     assert {"CHANGELOG.md", "constraints.txt", "setup.py", "pyproject.toml"} <= names
 
 
-@pytest.fixture(scope="module")
-def installed(dist, tmp_path_factory) -> dict:
-    """kafka-dr from the wheel in a virtualenv of its own, with the lab's constraints; every
-    command runs from a folder outside the checkout, with no checkout folder on any path."""
+#: the lowest Airflow pyproject.toml declares; the highest tested is constraints.txt's
+LOWEST_AIRFLOW = "3.1.8"
+
+
+@pytest.fixture(scope="module", params=["constraints.txt", f"apache-airflow=={LOWEST_AIRFLOW}"])
+def installed(request, dist, tmp_path_factory) -> dict:
+    """kafka-dr from the wheel in a virtualenv of its own, with the lab's constraints or with
+    the lowest Airflow it declares (the rest resolved around it); every command runs from a
+    folder outside the checkout, with no checkout folder on any path."""
     home = tmp_path_factory.mktemp("installed")
     venv = home / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     wheel = dist / f"kafka_dr-{_version()}-py3-none-any.whl"
+    if request.param == "constraints.txt":
+        pins = ["-c", str(REPO / "constraints.txt")]
+    else:
+        (home / "airflow.txt").write_text(request.param + "\n")
+        pins = ["--override", str(home / "airflow.txt")]
     proc = subprocess.run(
-        [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel)]
-        + ["-c", str(REPO / "constraints.txt")],
+        [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel), *pins],
         capture_output=True,
         text=True,
         timeout=900,
@@ -120,6 +129,9 @@ def installed(dist, tmp_path_factory) -> dict:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
     }
+    airflow = _run({"home": home, "env": env}, "python", "-c", "import airflow; print(airflow.__version__)")
+    if request.param != "constraints.txt":
+        assert airflow.strip() == LOWEST_AIRFLOW
     return {"venv": venv, "home": home, "env": env}
 
 
@@ -141,8 +153,10 @@ def test_the_installed_package_finds_its_shipped_folders_inside_itself(installed
 
 def test_a_one_line_dag_file_brings_every_dag_of_the_installed_package(installed):
     probe = (
-        "import json; from airflow.dag_processing.dagbag import DagBag; import os;"
-        "b = DagBag(dag_folder=os.environ['AIRFLOW__CORE__DAGS_FOLDER']);"
+        "import json, os\n"
+        "try:\n    from airflow.dag_processing.dagbag import DagBag\n"
+        "except ImportError:  # Airflow 3.1\n    from airflow.models.dagbag import DagBag\n"
+        "b = DagBag(dag_folder=os.environ['AIRFLOW__CORE__DAGS_FOLDER'])\n"
         "print(json.dumps({'errors': {k: str(v) for k, v in b.import_errors.items()}, 'dags': sorted(b.dags),"
         " 'files': sorted({d.fileloc for d in b.dags.values()})}))"
     )

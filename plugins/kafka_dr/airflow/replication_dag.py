@@ -197,11 +197,20 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
             # base; later ones slower (a crash loop)
             retries=3,
             retry_delay=pendulum.duration(seconds=5),
-            retry_exponential_backoff=2.0,
+            retry_exponential_backoff=doubling_backoff(),
             max_retry_delay=pendulum.duration(seconds=120),
             execution_timeout=timeout,
         )
     return dag
+
+
+def doubling_backoff() -> float | bool:
+    """Retry delays that double: Airflow 3.3 takes the multiplier (2.0), 3.1 a bool (True:
+    its fixed doubling); each refuses the other's type."""
+    from airflow.sdk.bases.operator import BASEOPERATOR_ARGS_EXPECTED_TYPES
+
+    expected = BASEOPERATOR_ARGS_EXPECTED_TYPES.get("retry_exponential_backoff", bool)
+    return 2.0 if float in (expected if isinstance(expected, tuple) else (expected,)) else True
 
 
 def build_replication_dags(cfg: DrConfig, config_path: str) -> list[DAG]:
