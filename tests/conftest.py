@@ -83,6 +83,18 @@ os.environ.update(
 os.environ.setdefault("KAFKA_DR_LAB_JVM_OPTS", "-XX:TieredStopAtLevel=1")
 
 
+#: A config of two clusters on TEST-NET addresses (nothing answers there) and a flow each way:
+#: a DAG file that touched the network while it is parsed would hang or fail with it.
+UNREACHABLE = """
+clusters:
+  east: {bootstrap_servers: "192.0.2.1:9092"}
+  west: {bootstrap_servers: "192.0.2.2:9092"}
+flows:
+  - {source: east, target: west}
+  - {source: west, target: east}
+"""
+
+
 #: Longer trials of faults the short game day (tests/e2e/test_gameday.py) injects too, with the
 #: same proof. They run in the whole suite like every other test; ``pytest -m drill`` runs them alone.
 DRILL = "drill"

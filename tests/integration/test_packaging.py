@@ -15,18 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import UNREACHABLE
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SHIPPED = ("dags", "spark_jobs", "expectations", "examples")
 ONE_LINE_DAG_FILE = "from kafka_dr.airflow.all_dags import *  # noqa: F403 - every kafka-dr DAG\n"
-UNREACHABLE = """
-clusters:
-  east: {bootstrap_servers: "192.0.2.1:9092"}
-  west: {bootstrap_servers: "192.0.2.2:9092"}
-flows:
-  - {source: east, target: west}
-  - {source: west, target: east}
-"""
 
 
 def _tracked(folder: str) -> set[str]:

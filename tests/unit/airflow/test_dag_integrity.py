@@ -15,17 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import UNREACHABLE
+
 REPO = Path(__file__).resolve().parents[3]
 PROBE = REPO / "tests" / "dag_parse_probe.py"
-
-UNREACHABLE = """
-clusters:
-  east: {bootstrap_servers: "192.0.2.1:9092"}
-  west: {bootstrap_servers: "192.0.2.2:9092"}
-flows:
-  - {source: east, target: west}
-  - {source: west, target: east}
-"""
 
 
 def _parse(config_path: Path, airflow_home: Path) -> dict:
