@@ -15,6 +15,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check uv
 	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[dev]" -c constraints.txt
+	@# the editable build leaves metadata in plugins/, which the editable install puts on sys.path:
+	@# Airflow would find kafka-dr's entry points twice (the status page "already registered")
+	rm -rf plugins/kafka_dr.egg-info
 	touch $@
 
 # Kafka broker + MirrorMaker 2 jars from Maven Central, cached in ~/.cache/kafka-dr.

@@ -23,7 +23,8 @@ from kafka_dr.kafka.topics import ensure_topic
 pytestmark = [pytest.mark.lab]
 
 REPO = Path(__file__).resolve().parents[2]
-#: records/s produced while the job runs, and for how long (several 3 s tasks)
+#: records/s produced while the job runs, and for how long (several 3 s tasks); the job runs 35 s,
+#: so that a start-up slowed by a loaded host still leaves it four tasks or more
 RATE, PRODUCE_SECONDS = 200, 10
 
 
@@ -51,7 +52,7 @@ def test_streaming_tasks_hand_over_in_one_worker_without_fencing(lab, lab_config
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     command = [
         "kafka-dr", "replicate", "--config", str(config), "--flow", "east_to_west", "--mode", "continuous",
-        "--task-seconds", "3", "--trigger-seconds", "0.5", "--max-duration", "25", "--master", "local[2]",
+        "--task-seconds", "3", "--trigger-seconds", "0.5", "--max-duration", "35", "--master", "local[2]",
         "--verbose", "--json",
     ]  # fmt: skip
     producing.start()

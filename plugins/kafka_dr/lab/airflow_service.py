@@ -189,12 +189,21 @@ def proc_state(pid: int) -> tuple[int, str] | None:
     return start_ticks(stat), cmdline
 
 
-def is_ours(entry: dict | None) -> bool:
-    """Whether a recorded process still runs: same pid, same start time, an ``airflow`` command."""
+def is_ours(entry: dict | None, rereads: int = 5) -> bool:
+    """Whether a recorded process still runs: same pid, same start time, an ``airflow`` command.
+    A command line read while the process sets its title (Airflow's parts do, once started) can
+    come back torn: a live process with its start time is read again before it is disowned."""
     if not entry or not entry.get("pid"):
         return False
-    seen = proc_state(entry["pid"])
-    return seen is not None and seen[0] == entry.get("start") and "airflow" in seen[1]
+    for attempt in range(rereads + 1):
+        seen = proc_state(entry["pid"])
+        if seen is None or seen[0] != entry.get("start"):
+            return False
+        if "airflow" in seen[1]:
+            return True
+        if attempt < rereads:
+            time.sleep(0.1)
+    return False
 
 
 def session_members(sid: int) -> list[int]:
