@@ -9,7 +9,8 @@ import pytest
 pytestmark = [pytest.mark.lab, pytest.mark.airflow]
 
 
-def _task_states(run) -> dict[str, str]:
+def _task_tries(run) -> dict[str, tuple[str, int]]:
+    """Each task's state and how many tries it took."""
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
 
@@ -19,7 +20,11 @@ def _task_states(run) -> dict[str, str]:
             .filter(TaskInstance.dag_id == run.dag_id, TaskInstance.run_id == run.run_id)
             .all()
         )
-        return {ti.task_id: str(ti.state) for ti in tis}
+        return {ti.task_id: (str(ti.state), ti.try_number) for ti in tis}
+
+
+def _task_states(run) -> dict[str, str]:
+    return {task: state for task, (state, _) in _task_tries(run).items()}
 
 
 def test_cluster_health_dag_green_on_the_lab(airflow_db, lab_config):

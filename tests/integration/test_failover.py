@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_dag_runs import _task_states
+from test_dag_runs import _task_states, _task_tries
 from test_replication import flow_config
 
 from kafka_checks import produce_varied
@@ -105,7 +105,7 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": False}
     )
     assert str(refused.state) == "failed"
-    assert _tries(refused)["confirm_failed_cluster_down"] == ("failed", 1), _tries(refused)
+    assert _task_tries(refused)["confirm_failed_cluster_down"] == ("failed", 1), _task_tries(refused)
     assert read_state(cfg) == before
 
     lab.stop("east")
@@ -147,16 +147,6 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
             )
     finally:
         lab.start("east")
-
-
-def _tries(run) -> dict[str, tuple[str, int]]:
-    """Each task's state and how many tries it took."""
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        tis = session.query(TaskInstance).filter_by(dag_id=run.dag_id, run_id=run.run_id).all()
-        return {ti.task_id: (str(ti.state), ti.try_number) for ti in tis}
 
 
 def _summary(run) -> dict:
