@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test check test-ui browser postgres airflow lab-up lab-down clean
+.PHONY: setup demo test check test-ui browser postgres debian-packages airflow lab-up lab-down clean
 
 setup: $(VENV)/.installed $(VENV)/.jars $(VENV)/.broker-archive $(VENV)/.spark-archive
 
@@ -45,7 +45,9 @@ demo: setup
 # and folders. Most of the suite waits on brokers, JVMs and services (about half of 2 cores busy
 # with two workers), so three workers share the 2 cores.
 TEST_WORKERS ?= 3
-test: setup browser postgres
+# The installs run side by side (apt downloads while uv and Maven do), each target's output kept whole.
+test:
+	@$(MAKE) --no-print-directory -j3 --output-sync=target setup debian-packages
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Between commits: ruff (lint and format), the import rules, the documented commands' arguments
@@ -59,6 +61,15 @@ browser:
 	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then echo "chromium: $$(chromium --version 2>/dev/null | head -1)"; \
 	else SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null && chromium --version; fi
+
+# What the suite needs of Debian (chromium + chromedriver, PostgreSQL) in one apt transaction:
+# whatever is missing (needs root or sudo).
+debian-packages:
+	@need=""; { command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || need="chromium chromium-driver"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$$need postgresql"; \
+	if [ -n "$$need" ]; then SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need >/dev/null; fi; \
+	echo "chromium: $$(chromium --version 2>/dev/null | head -1)"; echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"
 
 test-ui: setup browser postgres
 	$(BIN)/pytest tests/e2e/test_operator_ui.py

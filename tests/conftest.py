@@ -34,7 +34,7 @@ WORKER_BASE_PORTS = (29092, 24092, 14092)
 
 
 def _worker_ports_and_folders() -> None:
-    """Under pytest-xdist (``make test`` runs two) every worker but the first moves the
+    """Under pytest-xdist (``make test`` runs three) every worker but the first moves the
     suite's ports and folders out of the others' way, before anything below reads them: its
     labs, Spark cluster, game day, Airflow and PostgreSQL run once per worker. Variables already
     set win, so a run can still place them itself."""

@@ -58,7 +58,7 @@ def run_data_quality(
 
     from kafka_dr.core.dq_watermark import empty, empty_row
     from kafka_dr.dq.incremental import keep_marks, plan_flow
-    from kafka_dr.dq.validation import validate
+    from kafka_dr.dq.validation import import_in_background, validate
     from kafka_dr.kafka.dq_inputs import config_rows, publish, schema_rows, selected_flows
 
     if config.source_path is None:
@@ -73,12 +73,16 @@ def run_data_quality(
     t_plan = time.monotonic()
 
     rows = [empty_row(w) for w in windows if empty(w)]
+    gx_loaded = None
     if to_read:
         if spark is None:
             from kafka_dr.spark.job import spark_session
 
             spark = spark_session(config, "kafka-dr-data-quality", master or config.spark.master)
         from kafka_dr.spark.comparison import comparison_rows
+
+        # after Spark's own imports: the two threads import no module at the same time
+        gx_loaded = import_in_background()
 
         window_ms = config.thresholds.latency_window_seconds * 1000
         since = int(ts_ms - window_ms) if window_ms else 0
@@ -90,6 +94,8 @@ def run_data_quality(
     frame = pd.DataFrame({c: pd.Series([r.get(c) for r in rows], dtype=object) for c in COMPARISON_COLUMNS})
 
     latency_ms = config.thresholds.latency_p99_max_seconds * 1000.0 if latency_max_ms is None else latency_max_ms
+    if gx_loaded is not None:
+        gx_loaded.join()
     success, failures, docs = validate(frame, context_dir(config), {"latency_p99_max_ms": latency_ms}, run_id)
     t_validate = time.monotonic()
     partition_rows = [r for r in rows if r["kind"] == "partition"]

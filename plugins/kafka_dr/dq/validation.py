@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,23 @@ def suite_documents(folder: Path = EXPECTATIONS_DIR) -> list[dict]:
 
 def _columns(kwargs: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(kwargs[k] for k in ("column_A", "column_B", "column") if k in kwargs)
+
+
+def import_in_background() -> threading.Thread:
+    """Import Great Expectations in a thread, to be joined before :func:`validate`: its import
+    takes seconds of CPU (8 s on the lab host, tens under load) that overlap the comparison,
+    when the driver only waits for Spark's tasks."""
+
+    def load() -> None:
+        try:
+            import great_expectations  # noqa: F401
+            from great_expectations.checkpoint import UpdateDataDocsAction  # noqa: F401
+        except Exception:  # noqa: BLE001 - validate() imports again and reports the error
+            log.debug("data quality: importing Great Expectations ahead failed", exc_info=True)
+
+    thread = threading.Thread(target=load, name="kafka-dr-gx-import", daemon=True)
+    thread.start()
+    return thread
 
 
 def validate(
