@@ -62,14 +62,16 @@ browser:
 	else SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null && chromium --version; fi
 
-# What the suite needs of Debian (chromium + chromedriver, PostgreSQL) in one apt transaction:
-# whatever is missing (needs root or sudo).
+# What the suite needs of Debian (chromium + chromedriver, PostgreSQL, Prometheus + promtool and
+# Alertmanager) in one apt transaction: whatever is missing (needs root or sudo).
 debian-packages:
 	@need=""; { command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || need="chromium chromium-driver"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$$need postgresql"; \
+	{ command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null; } || need="$$need prometheus prometheus-alertmanager"; \
 	if [ -n "$$need" ]; then SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need >/dev/null; fi; \
-	echo "chromium: $$(chromium --version 2>/dev/null | head -1)"; echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"
+	echo "chromium: $$(chromium --version 2>/dev/null | head -1)"; echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"; \
+	echo "prometheus: $$(prometheus --version 2>/dev/null | head -1)"
 
 test-ui: setup browser postgres
 	$(BIN)/pytest tests/e2e/test_operator_ui.py

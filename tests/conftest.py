@@ -170,6 +170,7 @@ LONGEST_FIRST = (
     "tests/integration/test_bench.py",
     "tests/integration/test_secure_lab.py",
     "tests/integration/test_access_sync_secure_lab.py",
+    "tests/integration/test_prometheus_alerts.py",
     "tests/integration/test_failover.py",
     "tests/integration/test_replication.py",
     "tests/integration/test_spark_cluster.py",

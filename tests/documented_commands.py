@@ -95,6 +95,15 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr lab up": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG=.*/\.lab/kafka-dr\.yaml$"),
     ".venv/bin/kafka-dr lab up --clusters 3": Check(RUN, r"^use it: +export KAFKA_DR_CONFIG="),
     ".venv/bin/kafka-dr lab status": Check(RUN, r"^west +127\.0\.0\.1:\d+ +\d+ +healthy"),
+    # docs/monitoring.md: the lab's exporter, Prometheus and Alertmanager
+    ".venv/bin/kafka-dr lab monitoring up": Check(
+        RUN, r"^alertmanager: +http://127\.0\.0\.1:\d+ +\(notifications: none\)$"
+    ),
+    ".venv/bin/kafka-dr lab monitoring status": Check(RUN, r"^prometheus/alertmanager +running$"),
+    ".venv/bin/kafka-dr lab monitoring down": Check(RUN, r"^monitoring stopped: .*/\.lab/monitoring$"),
+    ".venv/bin/kafka-dr exporter --config .lab/kafka-dr.yaml --port 9464": Check(
+        PARSED, covered_by="tests/integration/test_prometheus_alerts.py"
+    ),
     # docs/operations.md: the lab's Spark cluster, started once (about 10 s) between the lab's first verbs
     ".venv/bin/kafka-dr lab spark up --workers 2": Check(
         RUN, r"^lab config: .*/\.lab/kafka-dr\.yaml \(spark\.master: spark://127\.0\.0\.1:\d+\)$"

@@ -1,8 +1,9 @@
 """The files a deployment needs beside the library: the DAG files, the Spark jobs' entry
-scripts, the GX suites and the example configs.
+scripts, the GX suites, the example configs and the monitoring files (Prometheus alert rules,
+the Grafana dashboard).
 
 In a checkout they are the repository's top-level folders (``dags/``, ``spark_jobs/``,
-``expectations/``, ``examples/``); the wheel's build copies them into the package
+``expectations/``, ``examples/``, ``monitoring/``); the wheel's build copies them into the package
 (``kafka_dr/_shipped/``), so an installed kafka-dr finds them there. One place decides.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent
 #: the folders the build ships inside the package (setup.py reads this list)
-FOLDERS = ("dags", "spark_jobs", "expectations", "examples")
+FOLDERS = ("dags", "spark_jobs", "expectations", "examples", "monitoring")
 
 
 def folder(name: str) -> Path:

@@ -28,6 +28,9 @@ pytestmark = pytest.mark.lab
 ORDER = [
     ".venv/bin/kafka-dr lab up",
     ".venv/bin/kafka-dr lab status",
+    ".venv/bin/kafka-dr lab monitoring up",
+    ".venv/bin/kafka-dr lab monitoring status",
+    ".venv/bin/kafka-dr lab monitoring down",
     ".venv/bin/kafka-dr lab spark up --workers 2",
     ".venv/bin/kafka-dr lab spark status",
     ".venv/bin/kafka-dr lab spark down",
@@ -66,7 +69,7 @@ ORDER = [
 ]
 CHECKOUT_FILES = (
     *(".venv", "Makefile", "pyproject.toml", "constraints.txt", "setup.py", "MANIFEST.in", "CHANGELOG.md"),
-    *("plugins", "spark_jobs", "dags", "expectations", "examples"),
+    *("plugins", "spark_jobs", "dags", "expectations", "examples", "monitoring"),
     *("tests", "README.md", "docs"),  # make check runs the unit tests, which read the documents too
 )
 
@@ -109,6 +112,7 @@ def checkout():
     # the user's Spark cluster beside the suite's own (conftest.spark_cluster)
     env["KAFKA_DR_LAB_SPARK_PORT"] = str(TEST_SPARK_PORT + 10)
     env["KAFKA_DR_LAB_SPARK_WEBUI_PORT"] = str(TEST_SPARK_WEBUI_PORT + 10)
+    env["KAFKA_DR_LAB_MONITORING_PORT"] = str(TEST_BASE_PORT + 2420)  # past the game day's ports
     env["KAFKA_DR_LOG_DIR"] = str(root / "logs")
     # `make check` runs the unit tests through the checkout's link to tests/: their Airflow home
     # goes into the checkout, not into the running suite's lab folder that the link resolves to

@@ -19,7 +19,7 @@ from conftest import UNREACHABLE
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-SHIPPED = ("dags", "spark_jobs", "expectations", "examples")
+SHIPPED = ("dags", "spark_jobs", "expectations", "examples", "monitoring")
 ONE_LINE_DAG_FILE = "from kafka_dr.airflow.all_dags import *  # noqa: F403 - every kafka-dr DAG\n"
 
 

@@ -31,6 +31,8 @@ ALLOWED = {
     "bench": {"core", "kafka", "spark", "lab", "entry"},
     "demo": {"core", "kafka", "spark", "lab"},
     "gameday": {"core", "kafka", "lab", "alerts", "airflow"},
+    # the Prometheus exporter reads the clusters through the adapters; it runs no job or DAG
+    "exporter": {"core", "kafka"},
     "cli": {
         "core",
         "kafka",
@@ -42,6 +44,7 @@ ALLOWED = {
         "bench",
         "demo",
         "gameday",
+        "exporter",
         "entry",
         "alerts",
         "shipped",
@@ -56,6 +59,7 @@ FORBIDDEN_LIBRARIES = {
     "spark": ("airflow",),
     "dq": ("airflow",),
     "workflows": ("airflow",),
+    "exporter": ("pyspark", "airflow", "great_expectations"),
 }
 
 

@@ -77,7 +77,9 @@ def failback_params(cfg: DrConfig) -> dict:
 
 
 def build_failback_dag(cfg: DrConfig) -> DAG:
-    alerts = failure_callbacks(cfg.alerts)
+    from kafka_dr.airflow.dr_run_callbacks import RecordFailedRun, record_success
+
+    alerts = [*failure_callbacks(cfg.alerts), RecordFailedRun(cfg, "failback")]
     with kafka_dr_dag(
         "dr_failback",
         "Fail back to a recovered cluster: resync or reseed (triggered, with a form)",
@@ -178,6 +180,7 @@ def build_failback_dag(cfg: DrConfig) -> DAG:
                 f"[kafka-dr] failback {a['survivor']} -> {a['recovered']} ({a['mode']}){' (dry run)' if dry else ''}"
             )
             summary = announce(cfg.alerts, "failback", subject, format_summary(summary), summary)
+            record_success(cfg, "failback", summary, context)
             return summary
 
         c, cp, gt, g, r = check(), copy(), gate_task(), groups(), restart()

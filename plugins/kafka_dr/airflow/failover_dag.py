@@ -47,7 +47,9 @@ def failover_params(cfg: DrConfig) -> dict:
 
 
 def build_failover_dag(cfg: DrConfig) -> DAG:
-    alerts = failure_callbacks(cfg.alerts)
+    from kafka_dr.airflow.dr_run_callbacks import RecordFailedRun, record_success
+
+    alerts = [*failure_callbacks(cfg.alerts), RecordFailedRun(cfg, "failover")]
     with kafka_dr_dag(
         "dr_failover",
         "Fail over from a failed cluster to a survivor (triggered, with a form)",
@@ -56,7 +58,8 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
         tags=("failover",),
         params=failover_params(cfg),
         render_template_as_native_obj=True,
-        default_args={"execution_timeout": LONG_TASK},  # a step may move every consumer group
+        # a step may move every consumer group; any step that fails for good is recorded
+        default_args={"execution_timeout": LONG_TASK, "on_failure_callback": [RecordFailedRun(cfg, "failover")]},
     ) as dag:
 
         def _args(context) -> tuple[str, str, bool]:
@@ -147,6 +150,7 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
 
             subject = f"[kafka-dr] failover {failed} -> {survivor}{' (dry run)' if dry else ''}"
             summary = announce(cfg.alerts, "failover", subject, format_summary(summary), summary)
+            record_success(cfg, "failover", summary, context)
             return summary
 
         c = confirm()

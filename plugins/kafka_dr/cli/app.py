@@ -12,7 +12,16 @@ from __future__ import annotations
 import argparse
 
 from kafka_dr import __version__
-from kafka_dr.cli import airflow_cmds, gameday_cmd, lab_cmd, operator_cmds, spark_cmds, sync_cmds, tool_cmds
+from kafka_dr.cli import (
+    airflow_cmds,
+    exporter_cmd,
+    gameday_cmd,
+    lab_cmd,
+    operator_cmds,
+    spark_cmds,
+    sync_cmds,
+    tool_cmds,
+)
 
 
 def common_options() -> argparse.ArgumentParser:
@@ -47,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     operator_cmds.add_parsers(sub, common)
     sync_cmds.add_parsers(sub, common)
     gameday_cmd.add_parser(sub, common)
+    exporter_cmd.add_parser(sub, common)
     return parser
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kafka_dr.cli import lab_spark_cmd
+from kafka_dr.cli import lab_monitoring_cmd, lab_spark_cmd
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -17,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         "--dir", type=Path, default=argparse.SUPPRESS, help="lab folder (default: $KAFKA_DR_LAB_DIR or ./.lab)"
     )
     common = here
-    ls = lab.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,stop,start,kill,spark}")
+    ls = lab.add_subparsers(dest="lab_cmd", required=True, metavar="{up,down,status,stop,start,kill,spark,monitoring}")
     up = ls.add_parser("up", help="start the clusters (idempotent) and write the lab config", parents=[common])
     up.add_argument("--clusters", type=int, default=2, help="how many clusters (default 2: east, west)")
     up.add_argument(
@@ -52,6 +52,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         p = ls.add_parser(verb, help=text, parents=[common])
         p.add_argument("name", metavar="cluster|broker", help="a cluster (east) or one of its brokers (east-2)")
     lab_spark_cmd.add_parser(ls, common)
+    lab_monitoring_cmd.add_parser(ls, common)
     lab.set_defaults(handler=run)
 
 
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.lab_cmd == "spark":
         return lab_spark_cmd.run(args)
+    if args.lab_cmd == "monitoring":
+        return lab_monitoring_cmd.run(args)
     lab = Lab(args.dir)
     if args.lab_cmd == "up":
         if args.clusters < 1:
@@ -77,6 +80,9 @@ def run(args: argparse.Namespace) -> int:
             print("admin:      KAFKA_DR_LAB_ADMIN_USERNAME/_PASSWORD there: the lab's only super user")
         print(f"use it:     export KAFKA_DR_CONFIG={path}")
     elif args.lab_cmd == "down":
+        monitoring, exporter = lab_monitoring_cmd.services(lab, lab_monitoring_cmd.recorded_port(lab))
+        monitoring.down()
+        exporter.down()
         lab.down(wipe=args.wipe)
         print(f"lab stopped{' and wiped' if args.wipe else ''}: {lab.root}")
     elif args.lab_cmd == "status":

@@ -78,17 +78,21 @@ def _print(summary: dict, format_summary, as_json: bool) -> None:
 
 def failover(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import failover_problems, require_valid
+    from kafka_dr.workflows.dr_run_record import recorded
     from kafka_dr.workflows.failover import FailoverRun, format_summary, run_failover
 
     cfg = _config(a.config)
     require_valid(failover_problems(cfg, a.failed, a.survivor, a.groups))
     run = FailoverRun(cfg, a.failed, a.survivor, groups=a.groups, dry_run=a.dry_run, force=a.force)
-    _print(run_failover(run), format_summary, a.json)
+    with recorded(cfg, "failover", {"failed": a.failed, "survivor": a.survivor}, a.dry_run) as rec:
+        rec.summary = run_failover(run)
+    _print(rec.summary, format_summary, a.json)
     return 0
 
 
 def failback(a: argparse.Namespace) -> int:
     from kafka_dr.core.inputs import failback_problems, require_valid
+    from kafka_dr.workflows.dr_run_record import recorded
     from kafka_dr.workflows.failback import format_summary, run_failback
     from kafka_dr.workflows.failback_flows import FailbackRun
 
@@ -107,7 +111,9 @@ def failback(a: argparse.Namespace) -> int:
         until_ms=a.until_ms,
         data_quality=not a.no_data_quality,
     )
-    _print(run_failback(run), format_summary, a.json)
+    with recorded(cfg, "failback", {"recovered": a.recovered, "survivor": a.survivor}, a.dry_run) as rec:
+        rec.summary = run_failback(run)
+    _print(rec.summary, format_summary, a.json)
     return 0
 
 

@@ -156,6 +156,8 @@ class Thresholds:
     #: election, a broker restart) is logged only
     restart_alert_after_seconds: float = 30.0
     replication_lag_max_records: int = 100_000
+    #: the flows' RPO: the greatest age the oldest uncopied source record may reach (alert rules)
+    replication_lag_max_seconds: float = 120.0
     latency_p99_max_seconds: float = 60.0
     #: data quality judges latency over the copies made in the last this many seconds (0: all
     #: retained): an outage's late copies leave the check once they are older, not at retention

@@ -229,6 +229,17 @@ def describe_row(row: Mapping[str, Any]) -> str:
     return str(dict(row))
 
 
+def failures_by_topic(failures: Iterable[CheckFailure]) -> dict[str, int]:
+    """How many unexpected rows each topic has across the failed checks (rows without a topic
+    count under ``""``)."""
+    out: dict[str, int] = {}
+    for f in failures:
+        for row in f.rows:
+            topic = str(row.get("topic") or "")
+            out[topic] = out.get(topic, 0) + 1
+    return out
+
+
 def failure_lines(failures: Iterable[CheckFailure], limit: int = 50) -> list[str]:
     """One line per (check, row): ``<check>: <where>: <figures or detail>``. At most ``limit``
     rows per check are named; the rest are counted."""
@@ -256,6 +267,8 @@ class DqResult:
     ts_ms: int = 0
     checked_partitions: int = 0
     figures: Mapping[str, Any] = field(default_factory=dict)
+    #: failed checks per source topic (a registry's or a config row's topic too)
+    failed_by_topic: Mapping[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         head = (
@@ -277,6 +290,7 @@ class DqResult:
             "failed": list(self.failures),
             "checked_partitions": self.checked_partitions,
             "docs_path": self.docs_path,
+            "failed_by_topic": dict(self.failed_by_topic),
         }
 
 

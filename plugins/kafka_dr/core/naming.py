@@ -130,6 +130,11 @@ class InternalNames:
         return f"{self.prefix}.seed-map"
 
     @property
+    def dr_runs_topic(self) -> str:
+        """Each failover's and failback's outcome and figures (the exporter serves the newest)."""
+        return f"{self.prefix}.dr-runs"
+
+    @property
     def state_topic(self) -> str:
         """The compacted topic holding the active/standby state (one record, key ``state``)."""
         return f"{self.prefix}.state"
@@ -197,4 +202,5 @@ READERS = (
     "parity-reader",
     "drain-reader",
     "group-commits-reader",
+    "exporter-reader",
 )

@@ -369,6 +369,23 @@ def sync_key(flow: str, group: str, topic: str, partition: int) -> bytes:
     return json.dumps([flow, group, topic, partition], separators=(",", ":")).encode()
 
 
+def synced_at(records: list[tuple[bytes | None, bytes | None, int]]) -> dict[tuple[str, str], int]:
+    """From offset-sync records (key, value, timestamp ms): when each (flow, group) was last
+    recorded; tombstones and records that are not ours are left out."""
+    import json
+
+    out: dict[tuple[str, str], int] = {}
+    for key, value, ts in records:
+        try:
+            k = json.loads(key or b"")
+        except ValueError:
+            continue
+        if isinstance(k, list) and len(k) == 4 and value is not None:
+            at = (str(k[0]), str(k[1]))
+            out[at] = max(out.get(at, 0), ts)
+    return out
+
+
 def sync_value(translation: Translation, committed: bool, ts_ms: int) -> bytes:
     import json
 

@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 
 from kafka_dr.core.config import DrConfig
-from kafka_dr.core.dq import COMPARISON_COLUMNS, DqResult, failure_lines
+from kafka_dr.core.dq import COMPARISON_COLUMNS, DqResult, failure_lines, failures_by_topic
 from kafka_dr.kafka.clients import SecretResolver
 
 log = logging.getLogger(__name__)
@@ -112,7 +112,9 @@ def run_data_quality(
         "seconds_compare": round(t_compare - t_plan, 3),
         "seconds_validate": round(t_validate - t_compare, 3),
     }
-    result = DqResult(success, failure_lines(failures), docs, run_id, ts_ms, len(windows), figures)
+    result = DqResult(
+        success, failure_lines(failures), docs, run_id, ts_ms, len(windows), figures, failures_by_topic(failures)
+    )
     log.info("%s", result.summary())
     if publish_results:
         publish(config, result.to_record(), resolve)

@@ -27,10 +27,12 @@ from kafka_dr.kafka.topics import partition_ranges
 SYNC_CAP = 10_000
 
 
-def selected_source_partitions(cfg: DrConfig, flow: FlowConfig, s_admin) -> list[tuple[str, int]]:
+def selected_source_partitions(
+    cfg: DrConfig, flow: FlowConfig, s_admin, timeout: float = 30.0
+) -> list[tuple[str, int]]:
     """The data partitions the flow copies as the source holds them now (no heartbeats)."""
     router = router_for(cfg, flow)
-    md = s_admin.list_topics(timeout=30).topics
+    md = s_admin.list_topics(timeout=timeout).topics
     return sorted(
         (t, p)
         for t, m in md.items()

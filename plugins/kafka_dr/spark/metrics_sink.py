@@ -75,6 +75,8 @@ class MetricsSink:
         for d in rows:
             d["batch"] = batch_id
             d["at_ms"] = int(time.time() * 1000)
+            # the job's restarts so far: the exporter counts their increases (kafka_dr.exporter)
+            d["restarts"] = self.summary.restarts
             self._publish(d)
             self.summary.count(self.flow, d)
         self.producer.flush(30)

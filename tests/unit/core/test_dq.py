@@ -13,6 +13,7 @@ from kafka_dr.core.dq import (
     check_names,
     config_differences,
     failure_lines,
+    failures_by_topic,
     identity,
     read_origin,
     record_digest,
@@ -137,7 +138,13 @@ def test_config_differences_from_the_sync_plan():
 
 def test_result_record_and_exception():
     r = DqResult(
-        False, ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"], "/x/index.html", "dq-1", 1700000000000, 4
+        False,
+        ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"],
+        "/x/index.html",
+        "dq-1",
+        1700000000000,
+        4,
+        failed_by_topic={"t": 1},
     )
     assert r.to_record() == {
         "run_id": "dq-1",
@@ -146,6 +153,7 @@ def test_result_record_and_exception():
         "checked_partitions": 4,
         "failed": ["no_missing: flow f east/t[0] -> west/t[0]: missing=2"],
         "docs_path": "/x/index.html",
+        "failed_by_topic": {"t": 1},
     }
     e = DataQualityFailed(r)
     assert (
@@ -154,6 +162,14 @@ def test_result_record_and_exception():
         and "missing=2" in str(e)
         and "/x/index.html" in str(e)
     )
+
+
+def test_failures_are_counted_per_topic():
+    failures = [
+        CheckFailure("no_missing", ("missing",), ({"topic": "orders", "partition": 0}, {"topic": "orders"})),
+        CheckFailure("schemas_equal", (), ({"topic": "_schemas"}, {"kind": "other"})),
+    ]
+    assert failures_by_topic(failures) == {"orders": 2, "_schemas": 1, "": 1}
 
 
 def test_suite_files_name_every_check():
