@@ -4,13 +4,14 @@ the DAG runs, and the same group on west resumes at exactly the next unread reco
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 from test_dag_runs import _task_states, _task_tries
 from test_replication import flow_config
 
-from kafka_checks import produce_varied
+from kafka_checks import produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
 from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
@@ -127,6 +128,13 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         assert rpo["missing_records_at_least"] == 0 and {e["topic"] for e in rpo["partitions"]} >= {topic_name}
         state = read_state(cfg, skip=("east",))
         assert (state.active_cluster, state.schema_primary, state.failed_clusters) == ("west", "west", ("east",))
+        # monitoring's record of the runs (kafka_dr_last_dr_run_*): the real run only; the
+        # refusal and the dry runs changed nothing and recorded nothing
+        runs = [json.loads(r.value) for r in read_topic(west, cfg.names.dr_runs_topic)]
+        assert [(r["kind"], r["success"], r["clusters"]) for r in runs] == [
+            ("failover", True, {"failed": "east", "survivor": "west"})
+        ], runs
+        assert runs[0]["missing_records"] == 0 and runs[0]["duration_seconds"] > 0, runs
 
         # the group resumes on west: every east record it had not read, none it had, in order
         resumed = _consume(west, group, topic_name, None)

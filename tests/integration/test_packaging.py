@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -31,8 +32,17 @@ def _tracked(folder: str) -> set[str]:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    # built from a copy: setuptools writes its egg-info into the source tree (plugins/), where
+    # the Airflow of every other test would find kafka-dr's entry points twice
+    source = tmp_path_factory.mktemp("source") / "kafka-dr"
+    shutil.copytree(
+        REPO,
+        source,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".venv", ".lab*", ".git", "__pycache__", "*.egg-info", "build", "dist"),
+    )
     proc = subprocess.run(
-        [str(BIN / "python"), "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
+        [str(BIN / "python"), "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
         capture_output=True,
         text=True,
         timeout=600,
