@@ -4,7 +4,6 @@ pid and start time; ``exporter.log``: its output)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 from kafka_dr.lab.airflow_service import proc_state, stop_session
 from kafka_dr.lab.postgres import port_in_use
+from kafka_dr.lab.records import read_record, write_record
 
 
 class ExporterService:
@@ -42,9 +42,7 @@ class ExporterService:
         seen = proc_state(proc.pid)
         if seen is None:
             raise RuntimeError(f"the lab's exporter exited at once; see {self.log}")
-        self.state_file.write_text(
-            json.dumps({"pid": proc.pid, "start": seen[0], "port": self.port, "config": str(config)})
-        )
+        write_record(self.state_file, {"pid": proc.pid, "start": seen[0], "port": self.port, "config": str(config)})
         self._wait(timeout)
 
     def down(self) -> None:
@@ -75,10 +73,7 @@ class ExporterService:
         return seen is not None and seen[0] == entry.get("start") and "exporter" in seen[1]
 
     def _load(self) -> dict:
-        try:
-            return json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
+        return read_record(self.state_file)
 
     def _tail(self) -> str:
         return self.log.read_text(errors="replace")[-1500:] if self.log.exists() else ""

@@ -35,6 +35,7 @@ import yaml
 
 from kafka_dr.lab.airflow_service import proc_state, stop_session
 from kafka_dr.lab.postgres import port_in_use
+from kafka_dr.lab.records import read_record, write_record
 
 #: The scrape job of kafka-dr's exporter; rules select its series with ``job="kafka-dr-exporter"``.
 EXPORTER_JOB = "kafka-dr-exporter"
@@ -290,15 +291,10 @@ class Monitoring:
         return seen is not None and seen[0] == entry.get("start") and str(self.config_file(service)) in seen[1]
 
     def _load(self) -> dict:
-        try:
-            return json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
+        return read_record(self.state_file)
 
     def _save(self, state: dict) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.replace(self.state_file)
+        write_record(self.state_file, state)
 
 
 def _write_yaml(path: Path, doc: dict) -> None:

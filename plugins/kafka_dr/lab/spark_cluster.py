@@ -31,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from kafka_dr.lab.records import read_record, write_record
 from kafka_dr.lab.topology import spark_section
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
@@ -270,15 +271,10 @@ class SparkCluster:
     # --- internals ---------------------------------------------------------------------
 
     def _load(self) -> dict:
-        try:
-            return json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
+        return read_record(self.state_file)
 
     def _save(self, state: dict) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.replace(self.state_file)
+        write_record(self.state_file, state)
 
     def _running(self, name: str) -> int | None:
         """The recorded pid of daemon ``name`` if that process still is it."""
