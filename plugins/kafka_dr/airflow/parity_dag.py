@@ -2,8 +2,8 @@
 enabled flow replicates (``parity_<source>_to_<target>``) computes the parity report
 (:mod:`kafka_dr.workflows.parity`: topics, configs, ACLs, quotas, SCRAM users, consumer
 groups, registry), records it on the target for the day the source is down, returns it as
-XCom and fails (alerting) when the target is ``not ready``, or when it cannot be judged. See
-docs/operations.md, "Failover readiness".
+XCom and fails (alerting) when the target is ``not ready``. See docs/operations.md, "Failover
+readiness".
 """
 
 from __future__ import annotations
@@ -23,24 +23,15 @@ class NotReady(RuntimeError):
     """The target would fail the applications after a failover."""
 
 
-class CannotJudge(RuntimeError):
-    """Readiness could not be judged now (the target does not answer): the task retries, and
-    never ends green on a verdict nobody made, which would leave an older report standing."""
-
-
 def check_direction(cfg: DrConfig, source: str, target: str) -> dict:
     from kafka_dr.airflow.secret_resolver import airflow_resolver
     from kafka_dr.core.parity import NOT_READY, format_report
-    from kafka_dr.workflows.parity import UNKNOWN, parity_report
+    from kafka_dr.workflows.parity import parity_report
 
     report = parity_report(cfg, source, target, airflow_resolver())
     log.info("parity report:\n%s", format_report(report))
     if report.get("recorded_age_s") is not None:
         log.warning("%s does not answer: the report above is the last one recorded", source)
-    elif report["verdict"] == UNKNOWN:
-        raise CannotJudge(
-            f"parity {source} -> {target} cannot be judged now: " + "; ".join(d["what"] for d in report["differences"])
-        )
     elif report["verdict"] == NOT_READY:
         blocking = [d for d in report["differences"] if d["severity"] == NOT_READY]
         raise NotReady(
