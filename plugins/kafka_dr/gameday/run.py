@@ -91,9 +91,9 @@ def _until(t: float) -> None:
 
 def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
     """As an operator starts a game day only on a deployment that is ready for failover:
-    ``dr_parity`` passing both ways. Its scheduled run at unpause comes after the offset sync
-    has run (that one was unpaused with replication); while it fails, the offset sync is run
-    and then ``dr_parity`` again, until it passes."""
+    ``dr_parity`` passing both ways, with reports recorded that say so. Its scheduled run at
+    unpause comes after the offset sync has run (that one was unpaused with replication); until
+    it passes so, the offset sync is run and then ``dr_parity`` again."""
     started = time.monotonic()
     deadline = started + timeout
     run_id = _scheduled_run(d, "dr_parity")
@@ -102,14 +102,34 @@ def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
         if run_id is not None:
             run = d.api.wait_run("dr_parity", run_id, max(10.0, deadline - time.monotonic()))
             last = f"dr_parity {run['state']}"
-            if run["state"] == "success":
+            # green is not enough: a direction it could not judge (a cluster not answering) is
+            # a note, and leaves an older recorded report standing, which the failover reads
+            unready = _unready_direction(d) if run["state"] == "success" else None
+            if run["state"] == "success" and unready is None:
                 return f"{last} {time.monotonic() - started:.0f}s after the DAGs were unpaused"
+            if unready is not None:
+                last = f"dr_parity success, but the recorded report {unready}"
         synced = d.api.wait_run("dr_offset_sync", d.api.trigger("dr_offset_sync", {}), 300)
         run_id = d.api.trigger("dr_parity", {}) if synced["state"] == "success" else None
         if run_id is None:
             last = f"dr_offset_sync {synced['state']}"
             time.sleep(10)
     return f"not within {timeout:.0f}s ({last}): the faults start anyway"
+
+
+def _unready_direction(d: Deployment) -> str | None:
+    """The first enabled flow's direction whose recorded parity report says consumers cannot
+    move (or none is recorded), else None."""
+    from kafka_dr.core.parity import DEGRADED, READY
+    from kafka_dr.kafka.parity_store import recorded_reports
+
+    for f in d.cfg.flows:
+        if f.enabled:
+            report = recorded_reports(d.cfg, f.target).get(f.source)
+            verdict = report["verdict"] if report else "none"
+            if verdict not in (READY, DEGRADED):
+                return f"{f.source} -> {f.target}: {verdict}"
+    return None
 
 
 def _scheduled_run(d: Deployment, dag_id: str, timeout: float = 60.0) -> str | None:
