@@ -189,17 +189,18 @@ def proc_state(pid: int) -> tuple[int, str] | None:
     return start_ticks(stat), cmdline
 
 
-def is_ours(entry: dict | None, rereads: int = 5) -> bool:
-    """Whether a recorded process still runs: same pid, same start time, an ``airflow`` command.
-    A command line read while the process sets its title (Airflow's parts do, once started) can
-    come back torn: a live process with its start time is read again before it is disowned."""
+def is_ours(entry: dict | None, rereads: int = 5, marker: str = "airflow") -> bool:
+    """Whether a recorded process still runs: same pid, same start time, a command line naming
+    ``marker``. A command line read while the process sets its title (Airflow's parts do, once
+    started) can come back torn: a live process with its start time is read again before it is
+    disowned."""
     if not entry or not entry.get("pid"):
         return False
     for attempt in range(rereads + 1):
         seen = proc_state(entry["pid"])
         if seen is None or seen[0] != entry.get("start"):
             return False
-        if "airflow" in seen[1]:
+        if marker in seen[1]:
             return True
         if attempt < rereads:
             time.sleep(0.1)

@@ -10,7 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kafka_dr.lab.airflow_service import proc_state, stop_session
+from kafka_dr.lab.airflow_service import is_ours, proc_state, stop_session
 from kafka_dr.lab.postgres import port_in_use
 from kafka_dr.lab.records import read_record, write_record
 
@@ -68,19 +68,9 @@ class ExporterService:
             time.sleep(0.5)
         raise RuntimeError(f"the lab's exporter did not answer on {self.target} within {timeout:.0f}s; see {self.log}")
 
-    def _is_ours(self, entry: dict, rereads: int = 5) -> bool:
-        """Same pid, same start time, an exporter's command line. One read while the process is
-        starting can come back torn (the CLI's imports set the process title): a live process
-        with its start time is read again before it is disowned."""
-        for attempt in range(rereads + 1):
-            seen = proc_state(entry["pid"]) if entry.get("pid") else None
-            if seen is None or seen[0] != entry.get("start"):
-                return False
-            if "exporter" in seen[1]:
-                return True
-            if attempt < rereads:
-                time.sleep(0.1)
-        return False
+    def _is_ours(self, entry: dict) -> bool:
+        # its command line can read torn while the CLI's imports set the process title
+        return is_ours(entry, marker="exporter")
 
     def _load(self) -> dict:
         return read_record(self.state_file)
