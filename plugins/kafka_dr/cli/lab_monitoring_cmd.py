@@ -74,9 +74,6 @@ def run(args: argparse.Namespace) -> int:
 
 def recorded_port(lab) -> int | None:
     """The port ``up`` used, from the monitoring's record (``down`` and ``status`` take no port)."""
-    import json
+    from kafka_dr.lab.records import read_record
 
-    try:
-        return json.loads((lab.root / "monitoring" / "monitoring.json").read_text())["ports"]["prometheus"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    return (read_record(lab.root / "monitoring" / "monitoring.json").get("ports") or {}).get("prometheus")
