@@ -91,9 +91,18 @@ def game_day():
         code, lines, stderr = _run_sharing_after_traffic(command, share, timeout=2300)
         tail = "\n".join(lines[-40:]) + "\n" + stderr[-3000:]
         try:
-            yield code, tail, json.loads(lines[-1]) if lines else {}
+            yield code, tail, _figures(lines)
         finally:
             Lab(FOLDER / "lab").down(wipe=False)  # the clusters this test started again; logs stay
+
+
+def _figures(lines: list[str]) -> dict:
+    """The command's last line, its figures; {} when it ended without them (its exit status and
+    output then say why)."""
+    try:
+        return json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        return {}
 
 
 def _clusters_read_again() -> dict[str, dict]:

@@ -12,9 +12,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 
 DONE = ("success", "failed")
+#: a trigger's answer lost to a busy api-server (its timeout, a 5xx) is asked again this often
+TRIGGER_ATTEMPTS, TRIGGER_RETRY_S = 4, 5.0
 
 
 class AirflowApiError(RuntimeError):
@@ -70,10 +73,25 @@ class AirflowApi:
     def unpause(self, dag_id: str) -> None:
         self.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
 
-    def trigger(self, dag_id: str, conf: dict) -> str:
-        """Trigger like the UI's form does: a manual run now with ``conf``; returns the run id."""
-        run = self.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", {"logical_date": None, "conf": conf})
-        return run["dag_run_id"]
+    def trigger(self, dag_id: str, conf: dict, attempts: int = TRIGGER_ATTEMPTS) -> str:
+        """Trigger like the UI's form does: a manual run now with ``conf``; returns the run id.
+        The run id is chosen here, so a trigger whose answer was lost (an api-server too busy to
+        answer in time) is sent again safely: Airflow refuses a second run of that id (409)."""
+        run_id = f"manual__gameday_{uuid.uuid4().hex[:12]}"
+        body = {"dag_run_id": run_id, "logical_date": None, "conf": conf}
+        for attempt in range(1, attempts + 1):
+            try:
+                return self.call("POST", f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"]
+            except AirflowApiError as e:
+                if "HTTP 409" in str(e) and attempt > 1:
+                    return run_id  # the lost answer's run
+                if attempt == attempts or "HTTP 5" not in str(e):
+                    raise
+            except OSError:
+                if attempt == attempts:
+                    raise
+            time.sleep(TRIGGER_RETRY_S)
+        raise AssertionError("unreachable")
 
     def run(self, dag_id: str, run_id: str) -> dict:
         return self.get(f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
