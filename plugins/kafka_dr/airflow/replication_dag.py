@@ -81,6 +81,8 @@ class ReplicateFlowOperator(SparkSubmitOperator):
         # must not start the flow again (a failback copies between the two itself)
         flow = {f.name: f for f in cfg.flows}[self.flow]
         skip_if_failed_over(cfg, flow, resolve)
+        if flow.mode is FlowMode.INCREMENTAL and nothing_new(cfg, flow, resolve):
+            return None
         secrets = {}
         for cluster in cfg.clusters.values():
             for ref in config_refs(cluster.client):
@@ -127,6 +129,17 @@ def submit_until_done(
         resubmits += 1
         log.warning("%s after %.0fs of copying; starting it again (%d/%d)", killed, ran, resubmits, MAX_RESUBMITS)
         may_run()
+
+
+def nothing_new(cfg: DrConfig, flow: FlowConfig, resolve) -> bool:
+    """True (logged) when an incremental flow has nothing to copy: no spark-submit then, so a
+    scheduled run that finds nothing costs a second (:mod:`kafka_dr.kafka.flow_start`)."""
+    from kafka_dr.kafka.flow_start import nothing_to_copy
+
+    partitions = nothing_to_copy(cfg, flow, resolve)
+    if partitions is not None:
+        log.info("flow %s: nothing new in its %d partition(s): no Spark job submitted", flow.name, partitions)
+    return partitions is not None
 
 
 def skip_if_failed_over(cfg: DrConfig, flow: FlowConfig, resolve) -> None:

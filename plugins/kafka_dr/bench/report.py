@@ -32,6 +32,8 @@ BACKLOG_METRICS = (
     "complete",
     "peak_rss_mb",
 )
+#: ours only: an incremental run that finds nothing new, launch to exit (no Spark starts)
+NOTHING_NEW_METRICS = ("seconds", "cpu_seconds", "stopped_by")
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb", "p99_ms_by_round")
 #: the ratios of a backlog phase and of a latency phase
 BACKLOG_RATIOS = (
@@ -195,6 +197,8 @@ def expected_keys(systems, sizes, rates, latency_systems=None) -> set[str]:
     for sy in systems:
         keys.add(f"{sy}_guarantee")
         keys |= {f"{sy}_{ph}_{m}" for ph in phases for m in BACKLOG_METRICS}
+    if "ours" in systems:
+        keys |= {f"ours_nothing_new_{m}" for m in NOTHING_NEW_METRICS}
     for sy in lat_systems:
         keys |= {f"{sy}_{ph}_{m}" for ph in lat_phases for m in LATENCY_METRICS}
     for other in [s for s in systems if s != "ours"] if "ours" in systems else []:
@@ -279,6 +283,13 @@ def table(flat: dict) -> str:
         for size, s in steps:
             timeline = flat[f"{s}_s{size}_startup_timeline"]
             lines.append(f"  {s:<9}{size:>5} B: " + ", ".join(f"{m} {v:g}" for m, v in timeline.items()))
+    if "ours_nothing_new_seconds" in flat:
+        lines += [
+            "",
+            f"Nothing new (ours, an incremental run of a flow already copied, launch to exit): "
+            f"{_f(flat['ours_nothing_new_seconds'], 2)} s, {_f(flat.get('ours_nothing_new_cpu_seconds'), 2)} CPU-s, "
+            f"stopped: {flat.get('ours_nothing_new_stopped_by')}",
+        ]
     head = (
         f"{'system':<9}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
     )

@@ -58,6 +58,7 @@ from kafka_dr.bench.procmem import PeakRss
 from kafka_dr.bench.report import (
     BACKLOG_METRICS,
     LATENCY_METRICS,
+    NOTHING_NEW_METRICS,
     SYSTEMS,
     backlog_figures,
     failed,
@@ -384,6 +385,7 @@ def run_bench(
                 min(timeout, 300),
                 say,
             )
+            _nothing_new_phase(sys_objs, results, f"{run}.ours.s{sizes[0]}", say)
             return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
         if warmup_records > 0:
             warm_brokers(cfg, workdir, run, warmup_records, partitions, timeout, say)
@@ -394,6 +396,7 @@ def run_bench(
                 sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds, timeout, say, brokers
             ).items():
                 results[s][f"s{size}"] = r
+        _nothing_new_phase(sys_objs, results, f"{run}.s{sizes[0]}", say)
         for s, phases in latency_rounds_phase(
             [s for s in sys_objs if s.name not in NO_LATENCY],
             run,
@@ -443,6 +446,20 @@ def run_scale_out_bench(
             QUICK_ROWS if quick else ROWS,
         )
         return {"bench": "kafka-dr", "run": run, "partitions": partitions, **figures}
+
+
+def _nothing_new_phase(sys_objs: list[System], results: dict[str, dict], topic: str, say=print) -> None:
+    """Ours run again, incrementally, on a backlog topic it has copied: what a scheduled run
+    that finds nothing new costs (its figures carry the error when it fails)."""
+    ours = next((s for s in sys_objs if isinstance(s, Ours)), None)
+    if ours is None:
+        return
+    try:
+        r = ours.nothing_new(topic)
+    except Exception as e:  # noqa: BLE001 - the other figures stand
+        r = failed(NOTHING_NEW_METRICS, e)
+    results[ours.name]["nothing_new"] = r
+    say(f"[bench] ours     nothing new: {r['seconds']} s launch to exit, {r['cpu_seconds']} CPU-s ({r['stopped_by']})")
 
 
 def backlog_rounds_phase(

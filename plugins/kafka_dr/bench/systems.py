@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -151,13 +153,7 @@ class Ours(System):
         self._flow_cfg = load_config(path)
         self._stop_file.unlink(missing_ok=True)
         cmd = [
-            sys.executable,
-            "-c",
-            "import sys; from kafka_dr.spark.job import main; sys.exit(main())",
-            "--config",
-            str(path),
-            "--flow",
-            self.flow,
+            *self._command(path),
             "--mode",
             "continuous" if continuous else "incremental",
             "--master",
@@ -174,6 +170,28 @@ class Ours(System):
         ]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
         self._spawn(cmd, f"job-{topic}.log", env)
+
+    def nothing_new(self, topic: str) -> dict:
+        """An incremental run on ``topic`` once it is copied: launch to exit, and the CPU of the
+        process and all it started (no other child of this process runs meanwhile)."""
+        path = self._write_config([topic])
+        cmd = [*self._command(path), "--mode", "incremental", "--master", self.master]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        launched = time.monotonic()
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        seconds = time.monotonic() - launched
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the nothing-new run failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        summary = json.loads(proc.stdout.strip().splitlines()[-1])["kafka_dr.summary"]
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        return {"seconds": round(seconds, 2), "cpu_seconds": round(cpu, 2), "stopped_by": summary["stopped_by"]}
+
+    def _command(self, config: Path) -> list[str]:
+        """The job's entry point, as the DAGs' spark-submit runs it, for the config ``config``."""
+        job = "import sys; from kafka_dr.spark.job import main; sys.exit(main())"
+        return [sys.executable, "-c", job, "--config", str(config), "--flow", self.flow]
 
     def timeline(self, topic: str, launched: float) -> dict[str, float]:
         """The job's ``timeline:`` log lines (kafka_dr.spark.job) of its run on ``topic``."""

@@ -231,7 +231,7 @@ class ContinuousGroupSync:
         self._sync = self._commits = self._reader = None
 
 
-#: the first round waits for the copy's first batch at most this long
+#: the first round waits for the copy's query to start at most this long
 BEGIN_WITHIN_SECONDS = 30.0
 
 

@@ -138,6 +138,8 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     from kafka_dr.spark.warmup import start_workers
 
     run = load_flow(opts)  # checked before Spark starts
+    if run.mode is FlowMode.INCREMENTAL and (summary := nothing_new(run)) is not None:
+        return summary
     if spark is None:
         spark = spark_session(
             run.cfg, f"kafka-dr-{run.flow.name}", opts.master, driver_java_options(opts.master, run.cfg.spark.conf)
@@ -156,7 +158,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         with (
             stop_on_signals(stop),
             stop_when(stop, lambda: _failover_reason(run), FAILOVER_CHECK_SECONDS),
-            _group_sync(run, lambda: sink.summary.batches > 0),
+            _group_sync(run, lambda: sink.query_started),
         ):
             deadline = time.monotonic() + run.max_duration if run.max_duration else None
             sink.watch_selection()
@@ -175,16 +177,32 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         sink.producer.flush(10)
 
 
-def _group_sync(run: FlowRun, copied: Callable[[], bool]):
+def nothing_new(run: FlowRun) -> JobSummary | None:
+    """An incremental run's summary when every partition is already copied to the source's end
+    (heartbeats included), decided with plain Kafka clients before any Spark session starts: a
+    scheduled run that finds nothing costs a second, not a Spark start-up. None: copy."""
+    from kafka_dr.core.secret_refs import env_resolver
+    from kafka_dr.kafka.flow_start import nothing_to_copy
+
+    partitions = nothing_to_copy(run.cfg, run.flow, env_resolver(), run.opts.allow_reset)
+    if partitions is None:
+        return None
+    log.info("flow %s: nothing new in its %d partition(s): no Spark job", run.flow.name, partitions)
+    return JobSummary(flow=run.flow.name, stopped_by="nothing new")
+
+
+def _group_sync(run: FlowRun, started: Callable[[], bool]):
     """A continuous flow's job syncs its consumer groups' positions onto the target meanwhile,
-    from once it has ``copied()`` a first batch (:mod:`kafka_dr.kafka.group_sync`); an incremental
-    flow's are the ``dr_offset_sync`` DAG's."""
+    from once its query has ``started()`` (:mod:`kafka_dr.kafka.group_sync`): not from its first
+    completed batch, which streaming tasks end only after ``task_seconds``, so a restarted job
+    would leave positions unsynced that long beyond its restart. An incremental flow's are the
+    ``dr_offset_sync`` DAG's."""
     if run.mode is not FlowMode.CONTINUOUS:
         return contextlib.nullcontext()
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.group_sync import syncing_meanwhile
 
-    return syncing_meanwhile(run.cfg, run.flow, env_resolver(), begin=copied)
+    return syncing_meanwhile(run.cfg, run.flow, env_resolver(), begin=started)
 
 
 def load_flow(opts: JobOptions) -> FlowRun:
@@ -325,6 +343,7 @@ def _attempt(spark, run: FlowRun, sink: MetricsSink, stop: Stop, deadline: float
         )
         log.info("timeline: query started")
         sink.last_batch[0] = time.monotonic()
+        sink.query_started = True
         stalled = supervise(
             query, stop, deadline, sink.last_batch, STALL_SECONDS + run.opts.task_seconds if run.streaming else None
         )

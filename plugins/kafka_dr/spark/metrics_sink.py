@@ -64,6 +64,8 @@ class MetricsSink:
         #: when a micro-batch last completed, else when the job started: how long the flow has
         #: copied nothing when a query fails (the restart alert waits for an outage, job.py)
         self.progressed_at = time.monotonic()
+        #: a query of this job has started: its copy runs (the group-offset sync may begin)
+        self.query_started = False
 
     def __call__(self, df, batch_id: int) -> None:
         from kafka_dr.spark.source import FIELDS

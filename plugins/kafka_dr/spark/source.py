@@ -114,41 +114,10 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     @_plain_errors
     def initialOffset(self) -> dict:
-        from kafka_dr.core.progress import lost_progress_starts
-        from kafka_dr.kafka.orphaned_offsets import START_UNSTABLE_SECONDS, clear_flow_orphans
-        from kafka_dr.kafka.progress_store import ProgressUnstable, last_copied_offset, read_committed_progress
+        from kafka_dr.kafka.flow_start import start_offsets
 
         mark_once("planner up")
-        planner = self._plan()
-        offsets = planner.earliest()
-        wanted = [(planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts]
-        try:
-            by_target = read_committed_progress(
-                planner.cfg, planner.flow, wanted, _resolver(), timeout=START_UNSTABLE_SECONDS
-            )
-        except ProgressUnstable:
-            # a killed predecessor's open transaction, or an orphaned pending commit
-            # (kafka_dr.kafka.orphaned_offsets): clear ours, read again
-            clear_flow_orphans(
-                planner.cfg,
-                planner.flow,
-                [(t, planner.target_topic(t), int(p)) for t, parts in offsets.items() for p in parts],
-                _resolver(),
-            )
-            by_target = read_committed_progress(planner.cfg, planner.flow, wanted, _resolver())
-        missing = {}
-        for topic, parts in offsets.items():
-            target = planner.target_topic(topic)
-            for p in parts:
-                done = by_target.get((target, int(p)))
-                if done is not None:
-                    parts[p] = max(parts[p], done["next_offset"])
-                else:
-                    last = last_copied_offset(planner.cfg, planner.flow, topic, target, int(p), _resolver())
-                    missing[(topic, int(p))] = None if last is None else (target, last)
-        allow = self.options.get("allow_reset", "false").lower() == "true"
-        for (topic, p), start in lost_progress_starts(planner.flow.name, planner.flow.target, missing, allow).items():
-            offsets[topic][str(p)] = max(offsets[topic][str(p)], start)
+        offsets = start_offsets(self._plan(), _resolver(), self.options.get("allow_reset", "false").lower() == "true")
         mark_once("progress read")
         return offsets
 

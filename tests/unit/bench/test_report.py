@@ -56,7 +56,11 @@ def latency(p50, p99):
 
 
 RESULTS = {
-    "ours": {"s100": backlog(800, 0.08), "latency500": latency(900.0, 1500.0)},
+    "ours": {
+        "s100": backlog(800, 0.08),
+        "latency500": latency(900.0, 1500.0),
+        "nothing_new": {"seconds": 1.2, "cpu_seconds": 0.9, "stopped_by": "nothing new"},
+    },
     "mm2": {"s100": backlog(1000, 0.1), "latency500": latency(30.0, 100.0)},
     "mm2eos": {"s100": backlog(400, 0.04), "latency500": latency(300.0, 3000.0)},
     "rawpipe": {"s100": backlog(1600, 0.16), "latency500": latency(10.0, 20.0)},
@@ -98,6 +102,7 @@ def test_table_names_every_system_and_the_json_line_is_one_line():
     for s in ("ours", "mm2", "mm2eos", "rawpipe", "rawpipe1", "exactly-once", "at-least-once"):
         assert s in text
     assert "\n" not in json_line(flat)
+    assert "Nothing new (ours, an incremental run of a flow already copied, launch to exit): 1.20 s, 0.90 CPU-s" in text
 
 
 def test_mm2_checkpoint_wire_format():
