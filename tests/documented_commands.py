@@ -87,7 +87,7 @@ COMMANDS: dict[str, Check] = {
     "make test": Check(SUITE),
     "make check": Check(RUN, r"^\d+ passed in [\d.]+s"),
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental": Check(
-        RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: completed$"
+        RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: (completed|nothing new)$"
     ),
     "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental": Check(
         RUN, r'^\{"kafka_dr.summary": \{"flow": "east_to_west"'

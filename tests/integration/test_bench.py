@@ -46,6 +46,10 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
             and figures[f"{system}_latency1000_p99_ms"] >= figures[f"{system}_latency1000_p50_ms"]
         )
     assert figures["ours_guarantee"].startswith("exactly-once")
+    # ours run again on a backlog it copied: nothing new, no Spark (its cost is the docs' figure)
+    assert figures["ours_nothing_new_stopped_by"] == "nothing new", figures.get("ours_nothing_new_error")
+    assert 0 < figures["ours_nothing_new_seconds"] and 0 < figures["ours_nothing_new_cpu_seconds"]
+    assert "Nothing new (ours" in text
     # the run's topics (backlogs, latency, copies, MirrorMaker's worker topics) are gone again
     for cluster in lab_config.clusters.values():
         left = [t for t in AdminClient(client_config(cluster)).list_topics(timeout=30).topics if figures["run"] in t]

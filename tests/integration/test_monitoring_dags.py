@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 
 import pytest
 import yaml
@@ -30,19 +31,32 @@ def receivers():
     smtp.close()
 
 
-def test_replication_dag_runs_the_spark_job(lab, lab_config, airflow_db, tmp_path, topic_name):
+def test_replication_dag_runs_the_spark_job(lab, lab_config, airflow_db, tmp_path, topic_name, monkeypatch):
+    """The incremental flow's DAG copies through spark-submit; run again with nothing new, it
+    submits nothing: Java is out of reach then, and the run still succeeds."""
     from kafka_dr.airflow.replication_dag import build_replication_dag
 
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     ensure_topic(clients.admin(east), topic_name, partitions=2)
     sent = produce_varied(east, topic_name, "east", 100, 2)
     path = flow_config(lab, tmp_path, [topic_name], mode="incremental")
+    doc = yaml.safe_load(path.read_text())
+    doc["internal_prefix"] = f"_kafka_dr_{topic_name}"  # heartbeats of its own: none arrive meanwhile
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
     cfg = load_config(path)
     os.environ.update(connection_env(cfg))  # the Spark connection (local[2]) the operator submits to
     dag = build_replication_dag(cfg, cfg.flows[0], str(path))
     run = dag.test()
     assert str(run.state) == "success", _task_states(run)
     assert _task_states(run) == {"preflight": "success", "replicate": "success"}
+    check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
+
+    no_java = tmp_path / "no-java"
+    no_java.mkdir()
+    monkeypatch.setenv("JAVA_HOME", str(no_java))  # a spark-submit now could not start its JVM
+    monkeypatch.setenv("PATH", ":".join(d for d in os.environ["PATH"].split(":") if not Path(d, "java").exists()))
+    again = dag.test()
+    assert _task_states(again) == {"preflight": "success", "replicate": "success"}
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
 
 

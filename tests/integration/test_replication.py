@@ -317,6 +317,7 @@ def test_records_deleted_before_the_first_run_are_reported_once(lab, lab_config,
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="kafka_dr.replicate"):
         second = run_flow(job, spark=spark)
-    assert second.stopped_by == "completed" and second.written_by_topic.get(topic_name, 0) == 0
+    # nothing new unless heartbeats arrived meanwhile (then it copies only those)
+    assert second.stopped_by in ("completed", "nothing new") and second.written_by_topic.get(topic_name, 0) == 0
     said = [*second.warnings, *(r.getMessage() for r in caplog.records if r.name == "kafka_dr.replicate")]
     assert second.lost_to_retention == 0 and not [m for m in said if topic_name in m]

@@ -183,12 +183,17 @@ def nothing_new(run: FlowRun) -> JobSummary | None:
     scheduled run that finds nothing costs a second, not a Spark start-up. None: copy."""
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.flow_start import nothing_to_copy
+    from kafka_dr.kafka.selection import SelectionWatch
 
-    partitions = nothing_to_copy(run.cfg, run.flow, env_resolver(), run.opts.allow_reset)
+    resolve = env_resolver()
+    partitions = nothing_to_copy(run.cfg, run.flow, resolve, run.opts.allow_reset)
     if partitions is None:
         return None
     log.info("flow %s: nothing new in its %d partition(s): no Spark job", run.flow.name, partitions)
-    return JobSummary(flow=run.flow.name, stopped_by="nothing new")
+    summary = JobSummary(flow=run.flow.name, stopped_by="nothing new")
+    if (empty := SelectionWatch(run.cfg, run.flow, resolve).check()) is not None:  # logs its warning
+        summary.warnings.append(str(empty))
+    return summary
 
 
 def _group_sync(run: FlowRun, started: Callable[[], bool]):
