@@ -99,20 +99,24 @@ def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
     run_id = _scheduled_run(d, "dr_parity")
     last = "no parity run yet"
     while time.monotonic() < deadline:
-        if run_id is not None:
-            run = d.api.wait_run("dr_parity", run_id, max(10.0, deadline - time.monotonic()))
-            last = f"dr_parity {run['state']}"
-            # green is not enough: a direction it could not judge (a cluster not answering) is
-            # a note, and leaves an older recorded report standing, which the failover reads
-            unready = _unready_direction(d) if run["state"] == "success" else None
-            if run["state"] == "success" and unready is None:
-                return f"{last} {time.monotonic() - started:.0f}s after the DAGs were unpaused"
-            if unready is not None:
-                last = f"dr_parity success, but the recorded report {unready}"
-        synced = d.api.wait_run("dr_offset_sync", d.api.trigger("dr_offset_sync", {}), 300)
-        run_id = d.api.trigger("dr_parity", {}) if synced["state"] == "success" else None
+        try:
+            if run_id is not None:
+                run = d.api.wait_run("dr_parity", run_id, max(10.0, deadline - time.monotonic()))
+                last = f"dr_parity {run['state']}"
+                # green is not enough: a direction it could not judge (a cluster not answering) is
+                # a note, and leaves an older recorded report standing, which the failover reads
+                unready = _unready_direction(d) if run["state"] == "success" else None
+                if run["state"] == "success" and unready is None:
+                    return f"{last} {time.monotonic() - started:.0f}s after the DAGs were unpaused"
+                if unready is not None:
+                    last = f"dr_parity success, but the recorded report {unready}"
+            synced = d.api.wait_run("dr_offset_sync", d.api.trigger("dr_offset_sync", {}), 300)
+            run_id = d.api.trigger("dr_parity", {}) if synced["state"] == "success" else None
+            if run_id is None:
+                last = f"dr_offset_sync {synced['state']}"
+        except Exception as e:  # noqa: BLE001 - a fault meanwhile (a cluster cut off): ask again
+            run_id, last = None, f"asking failed: {e}"
         if run_id is None:
-            last = f"dr_offset_sync {synced['state']}"
             time.sleep(10)
     return f"not within {timeout:.0f}s ({last}): the faults start anyway"
 

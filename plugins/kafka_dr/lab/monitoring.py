@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from kafka_dr.lab.airflow_service import proc_state, stop_session
+from kafka_dr.lab.airflow_service import is_ours, proc_state, stop_session
 from kafka_dr.lab.postgres import port_in_use
 from kafka_dr.lab.records import read_record, write_record
 
@@ -284,11 +284,9 @@ class Monitoring:
                 time.sleep(0.2)
 
     def _is_ours(self, service: str, entry: dict | None) -> bool:
-        """Whether a recorded process still runs: same pid, same start time, this folder's config."""
-        if not entry or not entry.get("pid"):
-            return False
-        seen = proc_state(entry["pid"])
-        return seen is not None and seen[0] == entry.get("start") and str(self.config_file(service)) in seen[1]
+        """Whether a recorded process still runs: same pid, same start time, this folder's config
+        on its command line (read again while a just-started one still shows the parent's)."""
+        return is_ours(entry, marker=str(self.config_file(service)))
 
     def _load(self) -> dict:
         return read_record(self.state_file)

@@ -59,6 +59,45 @@ def test_a_background_call_hands_its_result_or_its_error_to_whoever_waits():
         in_background(lambda: (_ for _ in ()).throw(TimeoutError("never"))).result(timeout=5)
 
 
+class _Api:
+    """Airflow's REST API as the readiness wait asks it: every run it waits for succeeds."""
+
+    def __init__(self) -> None:
+        self.triggered: list[str] = []
+
+    def runs(self, dag_id, limit=1):
+        return [{"dag_run_id": f"{dag_id}-scheduled"}]
+
+    def trigger(self, dag_id, conf):
+        self.triggered.append(dag_id)
+        return f"{dag_id}-{len(self.triggered)}"
+
+    def wait_run(self, dag_id, run_id, timeout):
+        return {"state": "success"}
+
+
+def test_the_readiness_wait_asks_again_when_a_fault_cuts_off_the_recorded_reports(monkeypatch):
+    """The recorded parity reports cannot be read while a fault cuts the target off: the wait
+    asks again (offset sync, then dr_parity) instead of ending the game day."""
+    from types import SimpleNamespace
+
+    from kafka_dr.gameday import run
+
+    answers = iter([ConnectionError("west did not answer"), None])
+
+    def unready(d):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(run, "_unready_direction", unready)
+    monkeypatch.setattr(run.time, "sleep", lambda s: None)
+    api = _Api()
+    said = run._wait_ready(SimpleNamespace(api=api), timeout=60)
+    assert said.startswith("dr_parity success") and api.triggered == ["dr_offset_sync", "dr_parity"]
+
+
 def test_the_game_config_keeps_the_lab_and_adds_schedules_alerts_and_groups():
     lab = {"clusters": {"east": {"bootstrap_servers": "127.0.0.1:1"}}, "flows": [{"source": "east", "target": "west"}]}
     doc = game_config(lab, "http://127.0.0.1:9/alerts", 2525, "gd-app-.*")
