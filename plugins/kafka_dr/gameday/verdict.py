@@ -169,8 +169,10 @@ def checks_for(
             worth = None
             if sync_window_s is not None and move is not None:
                 worth = consumption_before(reads, group, move.source, move.at, sync_window_s)
-            reported = reported_rereads(group, summary.get("consumer_groups", []))
-            out.append(compare_rereads(f"{group} {label}", observed, reported, worth))
+            entries = summary.get("consumer_groups", [])
+            reported = reported_rereads(group, entries)
+            at_most = reported_rereads(group, entries, topics=compacted)
+            out.append(compare_rereads(f"{group} {label}", observed, reported, worth, at_most))
         out.append(rpo_observed("east", "west", disaster.west_at_failover, view, disaster.east_down_at, compacted))
     return out
 
