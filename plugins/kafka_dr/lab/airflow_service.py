@@ -17,7 +17,6 @@ settings. A process is only signalled when ``/proc`` shows the recorded start ti
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -33,8 +32,10 @@ from pathlib import Path
 
 from kafka_dr.airflow.env import airflow_env, ensure_login
 from kafka_dr.core.config import DrConfig
+from kafka_dr.lab import processes
 from kafka_dr.lab.lab import LabError
 from kafka_dr.lab.postgres import Postgres, port_in_use
+from kafka_dr.lab.processes import proc_state, session_members, stop_session
 
 #: Started in this order; stopped in the reverse one (the API last: tasks being stopped still report to it).
 ROLES = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -164,11 +165,6 @@ def fetch_health(port: int, timeout: float = 30.0) -> dict | None:
 # --- processes ---------------------------------------------------------------------------
 
 
-def start_ticks(stat: str) -> int:
-    """A process's start time (clock ticks since boot) from its ``/proc/<pid>/stat`` line."""
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
 class PartExited(LabError):
     """A part of the service exited while the service was starting."""
 
@@ -177,49 +173,10 @@ class PartExited(LabError):
         self.role = role
 
 
-def proc_state(pid: int) -> tuple[int, str] | None:
-    """``(start ticks, command line)`` of a live (not zombie) process, else ``None``."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return None
-    if stat.rsplit(")", 1)[1].split()[0] == "Z":
-        return None
-    return start_ticks(stat), cmdline
-
-
-def is_ours(entry: dict | None, rereads: int = 5, marker: str = "airflow") -> bool:
-    """Whether a recorded process still runs: same pid, same start time, a command line naming
-    ``marker``. A command line read while the process sets its title (Airflow's parts do, once
-    started) can come back torn: a live process with its start time is read again before it is
-    disowned."""
-    if not entry or not entry.get("pid"):
-        return False
-    for attempt in range(rereads + 1):
-        seen = proc_state(entry["pid"])
-        if seen is None or seen[0] != entry.get("start"):
-            return False
-        if marker in seen[1]:
-            return True
-        if attempt < rereads:
-            time.sleep(0.1)
-    return False
-
-
-def session_members(sid: int) -> list[int]:
-    """The live processes of session ``sid`` (``/proc/<pid>/stat``'s session field)."""
-    found = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == sid and fields[0] != "Z":
-            found.append(int(d.name))
-    return found
+def is_ours(entry: dict | None, rereads: int = 5) -> bool:
+    """Whether a recorded part of the service still runs (:func:`kafka_dr.lab.processes.is_ours`
+    with an ``airflow`` command line)."""
+    return processes.is_ours(entry, "airflow", rereads)
 
 
 def leftover_sessions(state: dict) -> list[int]:
@@ -233,26 +190,6 @@ def leftover_sessions(state: dict) -> list[int]:
         if members and sid not in members:  # a live leader with this pid is another process's session
             out.append(sid)
     return out
-
-
-def stop_session(pid: int, timeout: float = 30.0) -> None:
-    """SIGTERM every process of the session ``pid`` leads, then SIGKILL what is left after
-    ``timeout``. Only called for a pid :func:`is_ours` accepted. The session, not the process
-    group: a task runs in a process group of its own, with its Spark job under it."""
-    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-        signalled: set[int] = set()
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            members = session_members(pid)
-            for member in set(members) - signalled:  # a child forked as the signals went out gets one too
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(member, sig)
-                signalled.add(member)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)  # our own child (the module used in-process) must not linger as a zombie
-            if not members:
-                return
-            time.sleep(0.2)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from kafka_dr.lab.airflow_service import is_ours, proc_state, stop_session
 from kafka_dr.lab.postgres import port_in_use
+from kafka_dr.lab.processes import is_ours, proc_state, stop_session
 from kafka_dr.lab.records import read_record, write_record
 
 
@@ -70,7 +70,7 @@ class ExporterService:
 
     def _is_ours(self, entry: dict) -> bool:
         # its command line can read torn while the CLI's imports set the process title
-        return is_ours(entry, marker="exporter")
+        return is_ours(entry, "exporter")
 
     def _load(self) -> dict:
         return read_record(self.state_file)

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import yaml
 
-from kafka_dr.lab.airflow_service import is_ours, proc_state, stop_session
 from kafka_dr.lab.postgres import port_in_use
+from kafka_dr.lab.processes import is_ours, proc_state, stop_session
 from kafka_dr.lab.records import read_record, write_record
 
 #: The scrape job of kafka-dr's exporter; rules select its series with ``job="kafka-dr-exporter"``.
@@ -286,7 +286,7 @@ class Monitoring:
     def _is_ours(self, service: str, entry: dict | None) -> bool:
         """Whether a recorded process still runs: same pid, same start time, this folder's config
         on its command line (read again while a just-started one still shows the parent's)."""
-        return is_ours(entry, marker=str(self.config_file(service)))
+        return is_ours(entry, str(self.config_file(service)))
 
     def _load(self) -> dict:
         return read_record(self.state_file)

@@ -20,15 +20,12 @@ from kafka_dr.lab.airflow_service import (
     health_problems,
     is_ours,
     leftover_sessions,
-    proc_state,
     resolve_spec,
     role_argv,
     service_env,
-    session_members,
-    start_ticks,
-    stop_session,
 )
 from kafka_dr.lab.lab import LabError
+from kafka_dr.lab.processes import proc_state, session_members, start_ticks, stop_session
 
 CONFIG = """\
 clusters:
