@@ -30,7 +30,7 @@ ALLOWED = {
     "lab": {"core", "kafka", "spark", "workflows", "airflow", "cache", "shipped"},
     "bench": {"core", "kafka", "spark", "lab", "entry"},
     "demo": {"core", "kafka", "spark", "lab"},
-    "gameday": {"core", "kafka", "lab", "alerts", "airflow"},
+    "gameday": {"core", "kafka", "lab", "alerts", "airflow", "shipped"},
     # the Prometheus exporter reads the clusters through the adapters; it runs no job or DAG
     "exporter": {"core", "kafka"},
     "cli": {

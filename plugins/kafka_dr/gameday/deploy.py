@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from kafka_dr.airflow.dag_config import replication_dag_id
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.config_load import load_config
 from kafka_dr.gameday.airflow_api import AirflowApi
@@ -29,10 +31,13 @@ from kafka_dr.lab.airflow_service import AirflowService, resolve_spec
 from kafka_dr.lab.lab import Lab
 from kafka_dr.lab.proxy import TcpProxy
 from kafka_dr.lab.spark_cluster import SparkCluster, SparkLayout, point_lab_config
+from kafka_dr.shipped import folder
 
 #: The clusters a game day runs: east (the one that fails) and west (the survivor, proxied).
 EAST, WEST = "east", "west"
 GROUPS_REGEX = "gd-.*"
+#: the shipped DAG file that defines one DAG per flow; every other one defines the DAG it is named after
+REPLICATION_FILE = "dr_replication"
 
 
 @dataclass(frozen=True)
@@ -84,15 +89,16 @@ class Deployment:
     def up(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.say(f"lab: 2 clusters of {self.brokers} brokers (west behind a proxy) in {self.lab.root}")
-        lab_config = self.lab.up(count=2, base_port=self.ports.base, proxied=(WEST,), brokers=self.brokers)
-        west = next(c for c in self.lab.clusters() if c.name == WEST)
-        self.proxy = TcpProxy.for_cluster(west).start()
         self.say(f"spark: a master and {self.spark_workers} workers")
         # two cores a worker, as the lab's default: both continuous flows hold one core each for
         # as long as they run, and the data-quality job needs one more
-        layout = self.spark.up(
-            SparkLayout(self.ports.spark, self.ports.spark_ui, workers=self.spark_workers, cores=2, memory="2g")
-        )
+        spark = SparkLayout(self.ports.spark, self.ports.spark_ui, workers=self.spark_workers, cores=2, memory="2g")
+        with ThreadPoolExecutor(1) as pool:  # independent: each waits on its own JVMs meanwhile
+            started = pool.submit(self.spark.up, spark)
+            lab_config = self.lab.up(count=2, base_port=self.ports.base, proxied=(WEST,), brokers=self.brokers)
+            layout = started.result()
+        west = next(c for c in self.lab.clusters() if c.name == WEST)
+        self.proxy = TcpProxy.for_cluster(west).start()
         point_lab_config(lab_config, layout.master_url)
         self.webhook, self.smtp = WebhookReceiver(), SmtpReceiver()
         doc = game_config(
@@ -123,25 +129,25 @@ class Deployment:
 
     def enable_dags(self, which=lambda dag_id: True, timeout: float = 300.0) -> list[str]:
         """Unpause the kafka-dr DAGs ``which`` selects, as an operator does in the UI, once the
-        dag-processor has parsed them all (the flows' DAGs and the operator DAGs listed, and
-        no new one for a while)."""
-        assert self.api is not None and self.cfg is not None
-        named = {"dr_failover", "dr_failback", "dr_drain", "dr_heartbeat"}
-        wanted = {f"dr_replicate_{f.name}" for f in self.cfg.flows} | named
+        dag-processor has parsed them all (:meth:`dag_ids`)."""
+        assert self.api is not None
+        wanted = self.dag_ids()
         deadline = time.monotonic() + timeout
-        ids: list[str] = []
-        while time.monotonic() < deadline:
-            seen = self.api.dag_ids("dr_")
-            if wanted <= set(seen) and seen == ids:
-                break
-            ids = seen
-            time.sleep(5)
-        else:
-            raise TimeoutError(f"Airflow did not list the DAGs {sorted(wanted - set(ids))} within {timeout:.0f}s")
-        chosen = [dag_id for dag_id in ids if which(dag_id)]
+        while not wanted <= set(seen := self.api.dag_ids("dr_")):
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"Airflow did not list the DAGs {sorted(wanted - set(seen))} within {timeout:.0f}s")
+            time.sleep(1)
+        chosen = [dag_id for dag_id in seen if which(dag_id)]
         for dag_id in chosen:
             self.api.unpause(dag_id)
         return chosen
+
+    def dag_ids(self) -> set[str]:
+        """Every DAG the shipped DAG files define for this config: one per file, named as the
+        file, and the replication file's one per flow."""
+        assert self.cfg is not None
+        files = {f.stem for f in folder("dags").glob("dr_*.py")}
+        return (files - {REPLICATION_FILE}) | {replication_dag_id(f.name) for f in self.cfg.flows}
 
     # --- down -------------------------------------------------------------------------
 

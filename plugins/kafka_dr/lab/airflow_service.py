@@ -37,8 +37,11 @@ from kafka_dr.lab.lab import LabError
 from kafka_dr.lab.postgres import Postgres, port_in_use
 from kafka_dr.lab.processes import proc_state, session_members, stop_session
 
-#: Started in this order; stopped in the reverse one (the API last: tasks being stopped still report to it).
+#: Stopped in the reverse order (the API last: tasks being stopped still report to it).
 ROLES = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: Started in this order: the dag-processor needs no API and parses the DAG files while the
+#: api-server starts (both spend their first seconds importing); the scheduler waits for the API.
+START_ORDER = ("dag-processor", "api-server", "scheduler", "triggerer")
 #: The health endpoint's components that must say "healthy".
 COMPONENTS = ("metadatabase", "scheduler", "dag_processor", "triggerer")
 DEFAULT_PORT = 8280
@@ -276,7 +279,7 @@ class AirflowService:
             self._migrate(env, home)
         deadline = time.monotonic() + timeout
         restarted: set[str] = set()
-        for role in ROLES:
+        for role in START_ORDER:
             if role not in running:
                 state["processes"][role] = self._start(role, spec, env, home)
                 self._save(state)

@@ -103,3 +103,14 @@ def test_invalid_config_is_an_import_error_naming_every_problem(tmp_path):
     errors = "\n".join(out["import_errors"].values())
     assert "flows[0].target: unknown cluster 'eest'" in errors
     assert "flows[1].target: missing required key" in errors
+
+
+def test_the_game_day_knows_every_dag_the_files_define(parsed, tmp_path):
+    """It unpauses the DAGs once Airflow lists all of them, named from the files alone."""
+    from kafka_dr.core.config_load import load_config
+    from kafka_dr.gameday.deploy import Deployment
+
+    (tmp_path / "kafka-dr.yaml").write_text(UNREACHABLE)
+    deployment = Deployment(tmp_path / "gameday")
+    deployment.cfg = load_config(tmp_path / "kafka-dr.yaml")
+    assert deployment.dag_ids() == set(parsed["dags"])
