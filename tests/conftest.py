@@ -187,15 +187,17 @@ UNIT = "tests/unit/"
 
 
 def pytest_collection_modifyitems(config, items):
-    """The game day first, the unit tests next (the other workers run them beside its start-up),
-    then the longest files, then the rest as collected."""
+    """The game day first, the unit tests and the other tests that start nothing next (the other
+    workers run them beside its start-up), then the longest files, then the rest as collected."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
 
     def order(item) -> tuple[int, int]:
         path = item.nodeid.split("::", 1)[0]
         if path == LONGEST_FIRST[0]:
             return (0, 0)
-        return (1, 0) if path.startswith(UNIT) else (2, rank.get(path, len(rank)))
+        if path.startswith(UNIT):
+            return (1, 0)
+        return (1, 1) if item.get_closest_marker(LAB_FREE) else (2, rank.get(path, len(rank)))
 
     items.sort(key=order)  # stable: within a rank, as collected
 
