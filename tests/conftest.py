@@ -107,15 +107,9 @@ DRILL = "drill"
 WHOLE_MACHINE = "whole_machine"
 
 
-#: A test that starts no JVM, no service and no lab (``make check``'s unit tests): like the unit
-#: tests, it runs beside a ``whole_machine`` one instead of waiting for it.
-LAB_FREE = "lab_free"
-
-
 def pytest_configure(config):
     config.addinivalue_line("markers", f"{DRILL}: a longer trial of a fault the short game day also injects")
     config.addinivalue_line("markers", f"{WHOLE_MACHINE}: runs while no other test of the suite runs")
-    config.addinivalue_line("markers", f"{LAB_FREE}: starts nothing; runs beside a whole-machine test")
 
 
 class MachineShare:
@@ -155,8 +149,8 @@ def pytest_runtest_protocol(item, nextitem):
     for it comes first, outside the test's own timeout (pytest-timeout's timer starts inside)."""
     if item.get_closest_marker(WHOLE_MACHINE):
         yield  # its module's fixture holds the machine alone (tests/e2e/test_gameday.py)
-    elif item.nodeid.startswith(UNIT) or item.get_closest_marker(LAB_FREE):
-        yield  # no lab: they run while the game day is still starting up
+    elif item.nodeid.startswith(UNIT):
+        yield  # no lab and a few seconds each: they run while the game day is still starting up
     else:
         with machine_share(exclusive=False):
             yield
@@ -187,17 +181,15 @@ UNIT = "tests/unit/"
 
 
 def pytest_collection_modifyitems(config, items):
-    """The game day first, the unit tests and the other tests that start nothing next (the other
-    workers run them beside its start-up), then the longest files, then the rest as collected."""
+    """The game day first, the unit tests next (the other workers run them beside its start-up),
+    then the longest files, then the rest as collected."""
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
 
     def order(item) -> tuple[int, int]:
         path = item.nodeid.split("::", 1)[0]
         if path == LONGEST_FIRST[0]:
             return (0, 0)
-        if path.startswith(UNIT):
-            return (1, 0)
-        return (1, 1) if item.get_closest_marker(LAB_FREE) else (2, rank.get(path, len(rank)))
+        return (1, 0) if path.startswith(UNIT) else (2, rank.get(path, len(rank)))
 
     items.sort(key=order)  # stable: within a rank, as collected
 

@@ -23,12 +23,9 @@ from documented_commands import COMMANDS, REPO, RUN, SESSION, documented
 
 pytestmark = pytest.mark.lab
 
-#: ``make check`` first: it starts nothing (ruff and the unit tests), so it runs beside a
-#: whole-machine test like the unit tests do (conftest.LAB_FREE); then the order a user meets
-#: them in: the lab, the demo, replication, Airflow, failover, the lab verbs, a cluster of three
-#: brokers, a three-cluster lab, then the secure lab of docs/reliability.md
+#: the order a user meets them in: the lab, the demo, replication, Airflow, failover, the lab
+#: verbs, a cluster of three brokers, a three-cluster lab, then the secure lab of docs/reliability.md
 ORDER = [
-    "make check",
     ".venv/bin/kafka-dr lab up",
     ".venv/bin/kafka-dr lab status",
     ".venv/bin/kafka-dr lab monitoring up",
@@ -40,6 +37,7 @@ ORDER = [
     ".venv/bin/python -m kafka_dr.spark.class_archive",
     ".venv/bin/python -m kafka_dr.lab.broker_archive",
     "make demo",
+    "make check",
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental",
     "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental",
     ".venv/bin/kafka-dr failover --from east --to west --dry-run --force",
@@ -135,9 +133,7 @@ def _session_lines(command: str) -> list[str]:
     return [line for line in doc.block if COMMANDS[line].how == SESSION]
 
 
-@pytest.mark.parametrize(
-    "command", [pytest.param(c, marks=pytest.mark.lab_free) if c == "make check" else c for c in ORDER]
-)
+@pytest.mark.parametrize("command", ORDER)
 def test_documented_command_works_as_printed(checkout, command):
     root, env = checkout
     check = COMMANDS[command]

@@ -18,9 +18,6 @@ import pytest
 
 from conftest import UNREACHABLE
 
-#: builds, installs and asks the installed Airflow's CLI: no lab, no JVM, no service
-pytestmark = pytest.mark.lab_free
-
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SHIPPED = ("dags", "spark_jobs", "expectations", "examples", "monitoring")
