@@ -433,26 +433,35 @@ def latest_synced_positions(
     records: list[tuple[bytes | None, bytes | None]], flow: str, group: str
 ) -> dict[tuple[str, int], SyncedPosition]:
     """:func:`latest_synced` with everything the record holds."""
+    return synced_positions_by_group(records, flow).get(group, {})
+
+
+def synced_positions_by_group(
+    records: list[tuple[bytes | None, bytes | None]], flow: str
+) -> dict[str, dict[tuple[str, int], SyncedPosition]]:
+    """Every group of ``flow`` in one pass over the records: what :func:`latest_synced_positions`
+    gives for each (a group whose every entry was removed is there, empty)."""
     import json
 
     def opt(v: dict, k: str) -> int | None:
         return int(v[k]) if v.get(k) is not None else None
 
-    out: dict[tuple[str, int], SyncedPosition] = {}
+    out: dict[str, dict[tuple[str, int], SyncedPosition]] = {}
     for key, value in records:
         try:
             k = json.loads(key or b"")
         except ValueError:
             continue
-        if not (isinstance(k, list) and len(k) == 4 and k[0] == flow and k[1] == group):
+        if not (isinstance(k, list) and len(k) == 4 and k[0] == flow):
             continue
+        positions = out.setdefault(str(k[1]), {})
         tp = (str(k[2]), int(k[3]))
         if value is None:
-            out.pop(tp, None)
+            positions.pop(tp, None)
             continue
         try:
             v = json.loads(value)
-            out[tp] = SyncedPosition(
+            positions[tp] = SyncedPosition(
                 int(v["source_offset"]), opt(v, "effective_offset"), opt(v, "local_read_below"), opt(v, "ts")
             )
         except (ValueError, KeyError, TypeError, AttributeError):

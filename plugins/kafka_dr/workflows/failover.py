@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.failover import cluster_pair_problem, last_known_ends, rpo_entry, rpo_seconds
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver
+from kafka_dr.kafka.liveness import nothing_listens
 from kafka_dr.kafka.state_store import reachable, read_state, write_state
 
 
@@ -77,7 +78,8 @@ def confirm_down(run: FailoverRun) -> dict:
         raise ClusterUnreachable(
             f"the surviving cluster {survivor!r} ({cfg.cluster(survivor).bootstrap_servers}) does not answer either"
         )
-    up = reachable(cfg, failed, resolve)
+    # all of its brokers refusing connections is a clear "down" at once; else the client decides
+    up = not nothing_listens(cfg.cluster(failed).bootstrap_servers) and reachable(cfg, failed, resolve)
     refusal = None
     if up and not force:
         refusal = f"{failed} still answers (force to override)"

@@ -14,7 +14,6 @@ sync re-reads what it consumed since: a continuous flow's job syncs every few se
 
 from __future__ import annotations
 
-import json
 import re
 import time
 
@@ -24,38 +23,13 @@ from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.consumer_groups import commit_translations, group_state
-from kafka_dr.kafka.offset_translation import offset_sync_records, read_group_offsets, translate_group
-from kafka_dr.kafka.reading import read_partitions
-from kafka_dr.kafka.topics import partition_count
+from kafka_dr.kafka.group_position import GroupPlacer
+from kafka_dr.kafka.offset_translation import Translator, offset_sync_records, read_group_offsets
 
 
 def last_synced_positions(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict:
     """``{(topic, partition): SyncedPosition}`` of ``group`` as the offset sync last recorded it on the target."""
     return core.latest_synced_positions(offset_sync_records(cfg, flow, "failover-reader", resolve), flow.name, group)
-
-
-def synced_groups(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> list[str]:
-    """Groups of ``flow`` that have positions recorded on its target."""
-    topic = cfg.names.offset_sync_topic
-    tgt = cfg.cluster(flow.target)
-    admin = clients.admin(tgt, resolve)
-    n = partition_count(admin, topic)
-    if n is None:
-        return []
-    c = clients.consumer(tgt, cfg.names.reader_group("failover-reader"), resolve)
-    try:
-        records = read_partitions(c, topic, list(range(n)), timeout=60)
-    finally:
-        c.close()
-    groups = set()
-    for r in records:
-        try:
-            k = json.loads(r.key or b"")
-        except ValueError:
-            continue
-        if isinstance(k, list) and len(k) == 4 and k[0] == flow.name:
-            groups.add(str(k[1]))
-    return sorted(groups)
 
 
 def move_groups(
@@ -68,56 +42,71 @@ def move_groups(
     now_ms: int | None = None,
 ) -> list[dict]:
     """Move each selected group the offset sync knows to the target. ``source_answers``: whether
-    the source is up, when known (``None``: each translation probes it). A source that answers
+    the source is up, when known (``None``: the translation probes it). A source that answers
     (a forced failover) gives each group's commit there now: the move re-reads only what the
     placement reports. Otherwise each row says when its position was synced (``synced_at_ms``,
-    ``synced_age_s``): a consumer that read on the source after that re-reads what it read since."""
-    tgt = cfg.cluster(flow.target)
-    admin = clients.admin(tgt, resolve)
+    ``synced_age_s``): a consumer that read on the source after that re-reads what it read since.
+
+    The offset sync's records are read once and one translator (with its clients) serves every
+    group: a failover of a thousand groups asks the target a thousand times less."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    report: list[dict] = []
     allow, deny = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
-    router = router_for(cfg, flow)
-    for group in synced_groups(cfg, flow, resolve):
-        # the run's pattern narrows the configured selection; it never widens it
-        if not (pattern.fullmatch(group) and core.group_selected(group, allow, deny)):
-            continue
-        if source_answers:
-            live = read_group_offsets(cfg, flow, group, resolve, skip_synced=True)
-            if not live:
-                continue
-            translations = translate_group(cfg, flow, group, resolve, source_offsets=live, source_available=True)
-            when: dict[tuple[str, int], dict] = {}
+    recorded = core.synced_positions_by_group(offset_sync_records(cfg, flow, "failover-reader", resolve), flow.name)
+    # the run's pattern narrows the configured selection; it never widens it
+    groups = [g for g in sorted(recorded) if pattern.fullmatch(g) and core.group_selected(g, allow, deny)]
+    if not groups:
+        return []
+    move = _GroupMove(cfg, flow, resolve, source_answers, now_ms)
+    try:
+        return [row for g in groups for row in move.one(g, recorded[g], dry_run)]
+    finally:
+        move.close()
+
+
+class _GroupMove:
+    """The clients one flow's group moves share: the target's admin, a translator, a placer."""
+
+    def __init__(self, cfg: DrConfig, flow: FlowConfig, resolve, source_answers: bool | None, now_ms: int):
+        self.cfg, self.flow, self.resolve, self.now_ms = cfg, flow, resolve, now_ms
+        self.source_answers = source_answers
+        self.router = router_for(cfg, flow)
+        self.admin = clients.admin(cfg.cluster(flow.target), resolve)
+        self.tr = Translator(cfg, flow, resolve, source_available=True if source_answers else source_answers)
+        self.placer = GroupPlacer(cfg, flow, self.tr, resolve)
+
+    def close(self) -> None:
+        self.placer.close()
+        self.tr.close()
+
+    def one(self, group: str, recorded: dict, dry_run: bool) -> list[dict]:
+        cfg, flow = self.cfg, self.flow
+        if self.source_answers:
+            source_offsets = read_group_offsets(cfg, flow, group, self.resolve, skip_synced=True)
+            synced, when = None, {}
         else:
             # positions on topics the flow no longer replicates (config changed since) are left alone
-            synced = {
-                k: v for k, v in last_synced_positions(cfg, flow, group, resolve).items() if router.target_topic(k[0])
-            }
-            if not synced:
-                continue
+            synced = {k: v for k, v in recorded.items() if self.router.target_topic(k[0])}
             # the offset in records: trailing markers and filtered records below it taken off
             source_offsets = {
                 k: v.effective_offset if v.effective_offset is not None else v.source_offset for k, v in synced.items()
             }
-            translations = translate_group(
-                cfg, flow, group, resolve, source_offsets=source_offsets, synced=synced, source_available=source_answers
-            )
-            when = {k: _synced_when(v, now_ms) for k, v in synced.items()}
-        state = group_state(admin, group, flow.target)
-        rows = commit_translations(tgt, group, translations, state, resolve, dry_run=dry_run)
-        for t, ok, why in rows:
-            position = {"position_from": f"{flow.source} now"} if source_answers else when[(t.topic, t.partition)]
-            report.append(
-                {
-                    "flow": flow.name,
-                    **t.to_dict(),
-                    "committed": ok,
-                    "action": why,
-                    "target_group_state": state,
-                    **position,
-                }
-            )
-    return report
+            when = {k: _synced_when(v, self.now_ms) for k, v in synced.items()}
+        if not source_offsets:
+            return []
+        translations = self.placer.place(self.tr.translate(group, source_offsets), synced)
+        state = group_state(self.admin, group, flow.target)
+        rows = commit_translations(cfg.cluster(flow.target), group, translations, state, self.resolve, dry_run=dry_run)
+        return [
+            {
+                "flow": flow.name,
+                **t.to_dict(),
+                "committed": ok,
+                "action": why,
+                "target_group_state": state,
+                **({"position_from": f"{flow.source} now"} if self.source_answers else when[(t.topic, t.partition)]),
+            }
+            for t, ok, why in rows
+        ]
 
 
 def _synced_when(position: core.SyncedPosition, now_ms: int) -> dict:

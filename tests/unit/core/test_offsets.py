@@ -26,6 +26,7 @@ from kafka_dr.core.offsets import (
     sync_commit_metadata,
     sync_key,
     sync_value,
+    synced_positions_by_group,
     translate_by_timestamp,
     translate_from_candidates,
 )
@@ -306,6 +307,22 @@ def test_sync_records_keep_the_offset_in_records_and_the_targets_records_read():
         ("t", 1): SyncedPosition(9),  # a record without the time
     }
     assert Translation.from_dict(t.to_dict()) == t
+
+
+def test_one_pass_gives_every_groups_positions_as_each_alone_would():
+    t = Translation("g", "t", 0, 41, "t", 30, EXACT, "")
+    recs = [
+        (sync_key("f", "g", "t", 0), sync_value(t, True, 1)),
+        (sync_key("f", "h", "t", 0), sync_value(t, True, 2)),
+        (sync_key("f", "gone", "t", 0), sync_value(t, True, 3)),
+        (sync_key("f", "gone", "t", 0), None),
+        (sync_key("other-flow", "x", "t", 0), sync_value(t, True, 4)),
+        (b"not json", b"{}"),
+    ]
+    by_group = synced_positions_by_group(recs, "f")
+    assert sorted(by_group) == ["g", "gone", "h"] and by_group["gone"] == {}
+    for group, positions in by_group.items():
+        assert positions == latest_synced_positions(recs, "f", group)
 
 
 def test_sync_commits_are_marked_and_not_synced_back():
