@@ -71,6 +71,7 @@ class Deployment:
     ports: Ports = field(default_factory=lambda: Ports(24092))
     say: object = print
     latency_window_s: int = FULL.latency_window_s
+    scheduled_data_quality: bool = FULL.scheduled_data_quality
 
     def __post_init__(self) -> None:
         self.folder = Path(self.folder).resolve()
@@ -107,6 +108,7 @@ class Deployment:
             self.smtp.port,
             GROUPS_REGEX,
             self.latency_window_s,
+            self.scheduled_data_quality,
         )
         self.config_file.write_text(yaml.safe_dump(doc, sort_keys=False))
         self.cfg = load_config(self.config_file)

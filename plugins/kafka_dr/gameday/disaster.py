@@ -80,7 +80,8 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, pace: Pace, 
     )
     say(f"disaster: dr_failover {log.failover_state} after {log.failover_done_at - log.failover_triggered_at:.0f}s")
     traffic.redirect(EAST, west)
-    log.moves_out.append(readers.move(NAMES.group(EAST), west))
+    # east is dead: its app died with it, and its replacement starts on west
+    log.moves_out.append(readers.move(NAMES.group(EAST), west, abandon=True))
     first = readers.first_read(NAMES.group(EAST), timeout=300)
     log.rto_s = None if first is None else first - log.failover_triggered_at
     say(f"disaster: east's app on west; RTO (trigger -> first read) {'none' if first is None else f'{log.rto_s:.1f}s'}")

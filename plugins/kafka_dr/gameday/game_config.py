@@ -28,10 +28,14 @@ def game_config(
     smtp_port: int,
     groups_regex: str,
     latency_window_s: int = FULL.latency_window_s,
+    scheduled_data_quality: bool = FULL.scheduled_data_quality,
 ) -> dict[str, Any]:
-    """``lab_doc``: the lab's config as plain data (its YAML loaded). Returns a new document."""
+    """``lab_doc``: the lab's config as plain data (its YAML loaded). Returns a new document;
+    without ``scheduled_data_quality`` dr_data_quality runs only when triggered."""
     doc = copy.deepcopy(lab_doc)
     doc["schedules"] = {**doc.get("schedules", {}), **SCHEDULES}
+    if not scheduled_data_quality:
+        doc["schedules"]["data_quality"] = "none"  # trigger only (docs/config.md#schedules)
     doc["alerts"] = {
         "webhook": {"url": webhook_url},
         "email": {"smtp_host": "127.0.0.1", "smtp_port": smtp_port, "to": "oncall@gameday.invalid"},

@@ -113,11 +113,12 @@ class GroupReader(threading.Thread):
                 self.stopping.wait(self.settings.backoff_s)
         self._close()
 
-    def move(self, cluster_cfg, timeout: float) -> Move:
+    def move(self, cluster_cfg, timeout: float, abandon: bool = False) -> Move:
         """Ask the thread to move the group to ``cluster_cfg``; returns the move once the
-        group is open there."""
+        group is open there. ``abandon``: its cluster is dead and the app died with it, so
+        nothing is committed or closed there first (its replacement starts on the new one)."""
         done: queue.Queue = queue.Queue()
-        self.requests.put((cluster_cfg, time.time(), done))
+        self.requests.put((cluster_cfg, time.time(), done, abandon))
         try:
             return done.get(timeout=timeout)
         except queue.Empty:
@@ -125,11 +126,16 @@ class GroupReader(threading.Thread):
 
     def _switch_if_asked(self) -> None:
         try:
-            cluster_cfg, requested_at, done = self.requests.get_nowait()
+            cluster_cfg, requested_at, done, abandon = self.requests.get_nowait()
         except queue.Empty:
             return
         source = self.cluster.name
-        self._close()
+        if abandon:
+            c, self.consumer = self.consumer, None
+            if c is not None:  # closed in the background: a client of a dead cluster waits out its timeouts
+                threading.Thread(target=_quietly(c.close), daemon=True).start()
+        else:
+            self._close()
         move = Move(self.group, source, cluster_cfg.name, requested_at, time.time())
         self.log.moved(move)
         self.cluster = cluster_cfg
@@ -233,9 +239,10 @@ class Readers:
             self.add(self.names.group(app), clusters[app])
         return self
 
-    def move(self, group: str, cluster_cfg, timeout: float = 120.0) -> Move:
-        """Close ``group`` where it reads (its last batch committed) and reopen it on ``cluster_cfg``."""
-        return self._reader(group).move(cluster_cfg, timeout)
+    def move(self, group: str, cluster_cfg, timeout: float = 120.0, abandon: bool = False) -> Move:
+        """Close ``group`` where it reads (its last batch committed) and reopen it on ``cluster_cfg``;
+        ``abandon``: reopen only, as an app restarted away from a dead cluster (:meth:`GroupReader.move`)."""
+        return self._reader(group).move(cluster_cfg, timeout, abandon)
 
     def where(self, group: str) -> str:
         return self._reader(group).cluster.name
@@ -284,3 +291,13 @@ class Readers:
         if group not in self.groups:
             raise ValueError(f"game-day readers: unknown group {group!r} (known: {', '.join(self.groups)})")
         return self.groups[group]
+
+
+def _quietly(call):
+    def run() -> None:
+        try:
+            call()
+        except Exception:  # noqa: BLE001, S110 - the dead cluster's client: nothing to report
+            pass
+
+    return run

@@ -233,7 +233,9 @@ def run_gameday(
     folder = Path(folder).resolve()
     say = Say(folder / "gameday.log")
     steps = steps if steps is not None else script(minutes)
-    d = Deployment(folder, brokers, spark_workers, Ports(base_port), say, pace.latency_window_s)
+    d = Deployment(
+        folder, brokers, spark_workers, Ports(base_port), say, pace.latency_window_s, pace.scheduled_data_quality
+    )
     traffic = readers = sampler = None
     try:
         d.up()

@@ -81,12 +81,17 @@ class Pace:
     #: the failback's gate runs the data-quality comparison too (else records only: the game
     #: day's own proof and its data-quality run at the end judge the copies)
     failback_data_quality: bool = True
+    #: dr_data_quality on its schedule too (every ten minutes), not only at the end
+    scheduled_data_quality: bool = True
 
 
 FULL = Pace()
 #: The test suite's game day: every phase as short as its measurement allows on 2 cores (each
 #: fault waits for the last one's flows, then 8 s), lighter traffic, readiness awaited only
 #: by the failover; the failback's gate as an operator runs it (records and data quality).
+#: Data quality runs in that gate and at the end only: a scheduled run (a Spark job over
+#: everything retained) lands at a random point of its minutes, doubling the load under
+#: whichever fault it meets, so that fault's recovery measured the schedule's phase.
 SHORT = Pace(
     recovery_s=8.0,
     traffic_rate=30.0,
@@ -96,6 +101,7 @@ SHORT = Pace(
     tail_s=5.0,
     latency_window_s=30,
     ready_before_faults=False,
+    scheduled_data_quality=False,
 )
 
 #: One fault of each kind (a Spark process, a broker, the network, the scheduler), then the

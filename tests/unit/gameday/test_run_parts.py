@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from kafka_dr.core.config_load import parse_config
 from kafka_dr.gameday.faults import Injected
 from kafka_dr.gameday.game_config import SCHEDULES, game_config
 from kafka_dr.gameday.memory import growth
@@ -108,6 +109,11 @@ def test_the_game_config_keeps_the_lab_and_adds_schedules_alerts_and_groups():
     assert doc["consumer_groups"] == {"allow": ["gd-app-.*"]}
     assert doc["thresholds"] == {"latency_window_seconds": 120}
     assert game_config(lab, "http://x", 1, "g", latency_window_s=60)["thresholds"] == {"latency_window_seconds": 60}
+    # the short game day: data quality only when triggered (its failback gate and its end)
+    both = {**lab, "clusters": {**lab["clusters"], "west": {"bootstrap_servers": "127.0.0.1:2"}}}
+    short = parse_config(game_config(both, "http://x", 1, "g", scheduled_data_quality=False))
+    assert short.schedules.data_quality is None and short.schedules.heartbeat == SCHEDULES["heartbeat"]
+    assert parse_config(game_config(both, "http://x", 1, "g")).schedules.data_quality == SCHEDULES["data_quality"]
 
 
 PS = """\
