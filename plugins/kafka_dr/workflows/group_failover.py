@@ -27,11 +27,6 @@ from kafka_dr.kafka.group_position import GroupPlacer
 from kafka_dr.kafka.offset_translation import Translator, offset_sync_records, read_group_offsets
 
 
-def last_synced_positions(cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None) -> dict:
-    """``{(topic, partition): SyncedPosition}`` of ``group`` as the offset sync last recorded it on the target."""
-    return core.latest_synced_positions(offset_sync_records(cfg, flow, "failover-reader", resolve), flow.name, group)
-
-
 def move_groups(
     cfg: DrConfig,
     flow: FlowConfig,
@@ -47,8 +42,8 @@ def move_groups(
     placement reports. Otherwise each row says when its position was synced (``synced_at_ms``,
     ``synced_age_s``): a consumer that read on the source after that re-reads what it read since.
 
-    The offset sync's records are read once and one translator (with its clients) serves every
-    group: a failover of a thousand groups asks the target a thousand times less."""
+    The offset-sync topic is read once per flow, not once per group, and one translator (with
+    its clients and what its searches found) serves every group."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     allow, deny = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
     recorded = core.synced_positions_by_group(offset_sync_records(cfg, flow, "failover-reader", resolve), flow.name)
