@@ -29,8 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 #: each pytest-xdist worker's base port: its labs, game day and services take base-1012 (the
 #: operator UI's Airflow) to base+2340 (the game day's PostgreSQL), clear of the other workers',
-#: of a user's labs (19092-19999) and below the kernel's ephemeral ports (32768+)
-WORKER_BASE_PORTS = (29092, 24092, 14092)
+#: of a user's labs (19092-19999) and of the kernel's ephemeral ports (32768-60999)
+WORKER_BASE_PORTS = (29092, 24092, 14092, 62092)
 
 
 def _worker_ports_and_folders() -> None:

@@ -206,13 +206,15 @@ def _settle(d: Deployment, view, timeout: float, say) -> dict:
 def next_start(scheduled: float, injected: list[faults.Injected], pace: Pace) -> float:
     """When the next fault starts: as scheduled, or ``pace.recovery_s`` after the last one ended
     when that one ran late (a broker's restart, a long cut), so that each fault's recovery is
-    measured on its own. After a fault that is due an alert, not before its late copies have
-    left data quality's latency window: a run that flags them alerts for that fault, and its
-    alert must fall in that fault's window, not the next one's."""
+    measured on its own. When data quality runs on its schedule, after a fault that is due an
+    alert, not before its late copies have left data quality's latency window: a scheduled run
+    that flags them alerts for that fault, and its alert must fall in that fault's window, not
+    the next one's. Without scheduled runs nothing judges those copies until the failback's gate."""
     if not injected:
         return scheduled
     last = injected[-1]
-    settle = max(pace.recovery_s, pace.latency_window_s) if last.fault in ALERTING else pace.recovery_s
+    late_alert = last.fault in ALERTING and pace.scheduled_data_quality
+    settle = max(pace.recovery_s, pace.latency_window_s) if late_alert else pace.recovery_s
     return max(scheduled, (last.ended or last.began) + settle)
 
 

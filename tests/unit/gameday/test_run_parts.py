@@ -54,6 +54,12 @@ def test_the_fault_after_a_network_cut_waits_until_the_cuts_late_copies_left_the
     assert next_start(190.0, [cut], Pace(recovery_s=60.0, latency_window_s=30)) == 160.0 + 60.0
 
 
+def test_without_scheduled_data_quality_the_fault_after_a_network_cut_waits_only_the_recovery_time():
+    cut = Injected("target-network-cut", 100.0, 160.0)
+    pace = Pace(recovery_s=8.0, latency_window_s=30, scheduled_data_quality=False)
+    assert next_start(120.0, [cut], pace) == 160.0 + 8.0
+
+
 def test_a_background_call_hands_its_result_or_its_error_to_whoever_waits():
     assert in_background(lambda: "ready").result(timeout=5) == "ready"
     with pytest.raises(TimeoutError, match="never"):
