@@ -122,6 +122,14 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
             run_conf={"failed_cluster": "east", "surviving_cluster": "west", "dry_run": False, "consumer_groups": group}
         )
         assert str(run.state) == "success", _task_states(run)
+        # each moved row bounds what the group may read again since its synced position: the
+        # records copied from there on, counted here from what east held and what the group read
+        moved = {(g["topic"], g["partition"]): g for g in _summary(run)["consumer_groups"]}
+        assert moved and {t for t, _ in moved} == {topic_name}, moved
+        for (_, p), row in moved.items():
+            end = 1 + max(s.offset for s in east_sent if s.partition == p)
+            synced_at = 1 + max((m.offset() for m in read_on_east if m.partition() == p), default=-1)
+            assert row["reread_since_sync_at_most"] == end - synced_at, row
         from kafka_dr.workflows.failover import FailoverRun, rpo_report
 
         rpo = rpo_report(FailoverRun(cfg, "east", "west"))["flows"]["east_to_west"]

@@ -142,3 +142,12 @@ def last_known_ends(metric_rows: list[dict], flow: str) -> dict[tuple[str, int],
         k = (r["topic"], int(r["partition"]))
         out[k] = max(out.get(k, 0), end)
     return out
+
+
+def rereads_since_sync_at_most(synced_offset: int, copied_below: int | None) -> int | None:
+    """What a group moved from a cluster that cannot be asked reads again at most: whatever it
+    read there after its synced position is a copy at or after that position and below what
+    the flow had copied (``copied_below``, the flow's next source offset); what the flow never
+    copied is lost, not re-read. Counted in source offsets, so markers and filtered records
+    count too. ``None`` when the flow recorded no progress."""
+    return None if copied_below is None else max(0, copied_below - synced_offset)

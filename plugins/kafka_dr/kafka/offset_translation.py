@@ -156,6 +156,9 @@ class Translator:
         )
         self.s_admin = self.s_consumer = None
         self.p_consumer = None  #: reads the flow's progress, made on first use
+        #: per source (topic, partition): the next source offset the flow copies, as the last
+        #: :meth:`translate` read it (``None``: no progress recorded)
+        self.progress: dict[tuple[str, int], int | None] = {}
         if source_available is not False:
             src = cfg.cluster(flow.source)
             admin = clients.admin(src, resolve)
@@ -206,6 +209,7 @@ class Translator:
             self.p_consumer = progress_reader(self.cfg, self.flow, self.resolve)
         keys_t = [(targets[k], k[1]) for k in keys]
         progress = read_committed_progress(self.cfg, self.flow, keys_t, self.resolve, consumer=self.p_consumer)
+        self.progress.update({k: progress.get((targets[k], k[1]), {}).get("next_offset") for k in keys})
         s_ranges = None
         if self.s_admin is not None:
             s_ranges = partition_ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)

@@ -280,9 +280,11 @@ def format_summary(summary: dict) -> str:
             f"-> offset {g.get('target_offset')} ({g.get('status')}{': ' + g['reason'] if g.get('reason') else ''})"
         )
         if g.get("synced_age_s") is not None:
+            bound = g.get("reread_since_sync_at_most")
+            at_most = "" if bound is None else f" (at most {bound} record(s): what was copied from there on)"
             lines.append(
                 f"    its position there was synced {g['synced_age_s']:.0f} s before this run: what the group "
-                f"read on {summary['failed']} after that is read again"
+                f"read on {summary['failed']} after that is read again{at_most}"
             )
         again = g.get("reread") or {}
         if any(n != 0 for n in again.values()):

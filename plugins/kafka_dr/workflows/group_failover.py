@@ -19,6 +19,7 @@ import time
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.failover import rereads_since_sync_at_most
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
@@ -77,7 +78,7 @@ class _GroupMove:
         cfg, flow = self.cfg, self.flow
         if self.source_answers:
             source_offsets = read_group_offsets(cfg, flow, group, self.resolve, skip_synced=True)
-            synced, when = None, {}
+            synced = None
         else:
             # positions on topics the flow no longer replicates (config changed since) are left alone
             synced = {k: v for k, v in recorded.items() if self.router.target_topic(k[0])}
@@ -85,10 +86,10 @@ class _GroupMove:
             source_offsets = {
                 k: v.effective_offset if v.effective_offset is not None else v.source_offset for k, v in synced.items()
             }
-            when = {k: _synced_when(v, self.now_ms) for k, v in synced.items()}
         if not source_offsets:
             return []
         translations = self.placer.place(self.tr.translate(group, source_offsets), synced)
+        when = {} if synced is None else {k: self._since_sync(k, v) for k, v in synced.items()}
         state = group_state(self.admin, group, flow.target)
         rows = commit_translations(cfg.cluster(flow.target), group, translations, state, self.resolve, dry_run=dry_run)
         return [
@@ -103,11 +104,14 @@ class _GroupMove:
             for t, ok, why in rows
         ]
 
-
-def _synced_when(position: core.SyncedPosition, now_ms: int) -> dict:
-    at = position.synced_at_ms
-    return {
-        "position_from": "last sync",
-        "synced_at_ms": at,
-        "synced_age_s": None if at is None else round(max(0, now_ms - at) / 1000, 1),
-    }
+    def _since_sync(self, key: tuple[str, int], position: core.SyncedPosition) -> dict:
+        """When the group's ``position`` on ``key`` was synced, and what the group can read again
+        because of it (after :meth:`Translator.translate`, which read the flow's progress)."""
+        at = position.synced_at_ms
+        copied_below = self.tr.progress.get(key)
+        return {
+            "position_from": "last sync",
+            "synced_at_ms": at,
+            "synced_age_s": None if at is None else round(max(0, self.now_ms - at) / 1000, 1),
+            "reread_since_sync_at_most": rereads_since_sync_at_most(position.source_offset, copied_below),
+        }

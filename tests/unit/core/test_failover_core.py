@@ -8,6 +8,7 @@ from kafka_dr.core.failover import (
     last_known_ends,
     latest_tails,
     rpo_entry,
+    rereads_since_sync_at_most,
     rpo_seconds,
     selected_partitions,
     tail_key,
@@ -95,3 +96,10 @@ def test_newest_state_wins():
         == "b"
     )
     assert newest([None, None]) == DrState()
+
+
+def test_a_group_moved_from_a_dead_cluster_reads_again_at_most_what_was_copied_after_its_synced_position():
+    assert rereads_since_sync_at_most(100, 130) == 30
+    assert rereads_since_sync_at_most(100, 100) == 0
+    assert rereads_since_sync_at_most(100, 90) == 0  # the copy was behind the group: nothing read twice
+    assert rereads_since_sync_at_most(100, None) is None  # no progress recorded: no bound

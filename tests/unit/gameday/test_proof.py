@@ -7,15 +7,13 @@ import pytest
 from kafka_dr.gameday.model import ABORTED, ACKED, UNCERTAIN, LedgerView, Move, Produced, Read, Stored
 from kafka_dr.gameday.proof import (
     Check,
-    compare_rereads,
-    consumption_before,
     flowing_again,
     group_reads,
     order,
     presence,
-    reported_rereads,
     rpo_observed,
 )
+from kafka_dr.gameday.rereads import compare_rereads, consumption_before, reported_rereads, reported_since_sync
 
 K, S, C, T = "gd.keyed", "gd.second", "gd.compacted", "gd.txn"
 
@@ -239,6 +237,22 @@ def test_compare_rereads_fails_beyond_the_report_plus_one_sync_intervals_worth()
     assert compare_rereads("failover", {"east": 9}, {"east": 5}, since_sync=4).ok
     c = compare_rereads("failover", {"east": 10, "west": 2}, {"east": 5, "west": None}, since_sync=4)
     assert not c.ok and c.counts["beyond_bound"] == 3 and c.counts["sync_window_worth"] == 4
+
+
+def test_a_move_from_a_dead_cluster_is_held_to_the_bound_its_own_report_gives():
+    entries = [
+        {"group": G, "topic": K, "partition": 0, "reread_since_sync_at_most": 30},
+        {"group": G, "topic": K, "partition": 1, "reread_since_sync_at_most": 10},
+        {"group": "other", "topic": K, "partition": 0, "reread_since_sync_at_most": 500},
+    ]
+    bound = reported_since_sync(G, entries)
+    assert bound == 40
+    assert compare_rereads("failover", {"east": 45}, {"east": 5}, reported_since_sync=bound).ok
+    c = compare_rereads("failover", {"east": 46}, {"east": 5}, reported_since_sync=bound)
+    assert not c.ok and c.counts["beyond_reported_bound"] == 1 and c.counts["reported_since_sync_at_most"] == 40
+    # one partition without a bound (its flow recorded no progress): the move bounds nothing
+    assert reported_since_sync(G, [*entries, {"group": G, "topic": S, "partition": 0}]) is None
+    assert reported_since_sync(G, []) is None
 
 
 def test_consumption_before_counts_first_reads_in_the_window_up_to_the_last_read_on_the_cluster_left():

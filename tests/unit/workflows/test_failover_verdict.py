@@ -41,3 +41,23 @@ def test_a_dry_run_that_would_go_ahead_says_so():
 
 def test_a_real_run_prints_no_verdict():
     assert not any("verdict:" in line for line in format_summary(_summary(dry_run=False)).splitlines())
+
+
+def test_a_group_moved_from_its_last_sync_is_told_how_many_records_it_reads_again_at_most():
+    s = _summary(dry_run=False)
+    s["consumer_groups"] = [
+        {
+            "group": "app",
+            "topic": "orders",
+            "partition": 0,
+            "action": "committed",
+            "target_offset": 40,
+            "status": "exact",
+            "synced_age_s": 3.0,
+            "reread_since_sync_at_most": 12,
+        }
+    ]
+    assert (
+        "    its position there was synced 3 s before this run: what the group read on east after that is read "
+        "again (at most 12 record(s): what was copied from there on)"
+    ) in format_summary(s).splitlines()
