@@ -1,7 +1,8 @@
 """The game day's disaster: east stops entirely; the operator fails over to west through
 Airflow's REST API, moves the apps (producers and consumers) to west; east comes back; the
-operator fails back (resync) the same way, stops the app's producers on west, drains
-(``dr_drain``: everything west holds reaches east) and moves the app home.
+operator fails back (resync) the same way, stops the app on west (producers and consumers),
+drains (``dr_drain``: everything west holds reaches east, and the group moves home from where
+it stopped) and starts the app at home.
 
 Every figure the verdict needs is kept: when each step happened, the failover's and the
 failback's summaries (their RPO and re-read reports), what west held the moment the failover
@@ -106,7 +107,10 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, pace: Pace, 
         d, "dr_failback", conf
     )
     say(f"disaster: dr_failback {log.failback_state} after {log.failback_done_at - log.failback_triggered_at:.0f}s")
+    # the app stops on west, its consumers too (their last positions committed there), so the
+    # drain moves its group home from exactly where it stopped
     traffic.redirect(EAST, None)
+    readers.park(NAMES.group(EAST))
     say("disaster: east's app stopped on west; dr_drain east <- west triggered through the REST API")
     pair = {"recovered_cluster": EAST, "surviving_cluster": WEST}
     log.drain_triggered_at, log.drain_done_at, log.drain_state, log.drain_summary = _operator_run(d, "dr_drain", pair)

@@ -96,6 +96,7 @@ class GroupReader(threading.Thread):
         self.requests: queue.Queue = queue.Queue()
         self.consumer = None
         self.positions: dict[tuple[str, int], int] = {}  #: next offset per partition read by this consumer
+        self.parked = False  #: stopped where it read (its last batch committed) until the next move
 
     @property
     def where(self) -> str:
@@ -105,6 +106,9 @@ class GroupReader(threading.Thread):
         while not self.stopping.is_set():
             try:
                 self._switch_if_asked()
+                if self.parked:
+                    self.stopping.wait(self.settings.poll_s)
+                    continue
                 if self.consumer is None:
                     self.consumer = self._open()
                 self._read_batch()
@@ -124,11 +128,29 @@ class GroupReader(threading.Thread):
         except queue.Empty:
             raise TimeoutError(f"group {self.group}: the move to {cluster_cfg.name} took over {timeout:.0f}s") from None
 
+    def park(self, timeout: float) -> None:
+        """Ask the thread to stop reading (its last batch committed, the group left) until the
+        next :meth:`move`; returns once it has."""
+        done: queue.Queue = queue.Queue()
+        self.requests.put((None, time.time(), done, False))
+        try:
+            done.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(
+                f"group {self.group}: stopping on {self.cluster.name} took over {timeout:.0f}s"
+            ) from None
+
     def _switch_if_asked(self) -> None:
         try:
             cluster_cfg, requested_at, done, abandon = self.requests.get_nowait()
         except queue.Empty:
             return
+        if cluster_cfg is None:
+            self._close()
+            self.parked = True
+            done.put(None)
+            return
+        self.parked = False
         source = self.cluster.name
         if abandon:
             c, self.consumer = self.consumer, None
@@ -243,6 +265,10 @@ class Readers:
         """Close ``group`` where it reads (its last batch committed) and reopen it on ``cluster_cfg``;
         ``abandon``: reopen only, as an app restarted away from a dead cluster (:meth:`GroupReader.move`)."""
         return self._reader(group).move(cluster_cfg, timeout, abandon)
+
+    def park(self, group: str, timeout: float = 120.0) -> None:
+        """Stop ``group`` where it reads, its last batch committed, until it is moved."""
+        self._reader(group).park(timeout)
 
     def where(self, group: str) -> str:
         return self._reader(group).cluster.name
