@@ -16,7 +16,7 @@ from test_replication import flow_config
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.commit_log import CommitLog
-from kafka_dr.kafka.offset_translation import last_synced_offsets
+from kafka_dr.kafka.group_offsets import last_synced_offsets
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.lab.drill import Job
 

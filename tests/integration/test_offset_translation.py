@@ -20,7 +20,8 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.core.offsets import APPROXIMATE, EXACT, UNTRANSLATABLE
 from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
-from kafka_dr.kafka.offset_translation import last_synced_offsets, translate_group, translate_offset
+from kafka_dr.kafka.group_offsets import last_synced_offsets
+from kafka_dr.kafka.offset_translation import translate_group, translate_offset
 from kafka_dr.kafka.progress_store import committed_with_retry
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all

@@ -8,120 +8,39 @@ result from what was found, the flow's progress and the partitions' ranges. Cost
 partition: about log2(records) short reads, plus the runs of local records skipped.
 
 When the source is down (failover), its committed offsets cannot be read: pass
-``source_offsets`` explicitly, e.g. from :func:`last_synced_offsets`, which reads what the
-offset sync (:mod:`kafka_dr.workflows.offset_sync`) recorded on the target in
-``<internal_prefix>.offset-sync``. Committed offsets are read with ``Consumer.committed``
-(never the admin ListConsumerGroupOffsets, which crashes librdkafka 2.16 while a coordinator
-loads).
+``source_offsets`` explicitly, e.g. from :func:`~kafka_dr.kafka.group_offsets.last_synced_offsets`,
+which reads what the offset sync (:mod:`kafka_dr.workflows.offset_sync`) recorded on the
+target. The probes are :mod:`kafka_dr.kafka.partition_probe`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import replace
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.loop import router_for
-from kafka_dr.core.offsets import Hit, Translation
-from kafka_dr.core.provenance import Provenance, origin_cluster
+from kafka_dr.core.offsets import Translation
 from kafka_dr.core.translation_hints import Hints, narrowed
-from kafka_dr.kafka import clients, permissions
+from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.group_offsets import read_group_offsets
 from kafka_dr.kafka.group_position import GroupPlacer
-from kafka_dr.kafka.progress_store import committed_with_retry, progress_reader, read_committed_progress
+from kafka_dr.kafka.partition_probe import TIMEOUT, PartitionProbe, timestamp_at
+from kafka_dr.kafka.progress_store import progress_reader, read_committed_progress
 from kafka_dr.kafka.range_reads import FAST_EOF, count_copied
 from kafka_dr.kafka.topics import partition_ranges
 
 log = logging.getLogger(__name__)
 
-TIMEOUT = 30.0
 SOURCE_PROBE_TIMEOUT = 5.0
 #: a replica further behind a group than this many offsets is not read through to count records
 BEHIND_COUNT_LIMIT = 100_000
 #: a position at most this many origin offsets past a record found before is read on to, not searched
 SCAN_LIMIT = 5_000
-
-
-# --- reading ------------------------------------------------------------------------------
-
-
-class PartitionProbe:
-    """``first_from(m)``: the first record of one origin at target offset >= m, read by seeking."""
-
-    def __init__(
-        self,
-        consumer: Consumer,
-        where: str,
-        topic: str,
-        partition: int,
-        end: int,
-        origin: str,
-        origin_topic: str,
-        origin_partition: int,
-        timeout: float = TIMEOUT,
-    ):
-        self.c, self.where, self.topic, self.partition, self.end = consumer, where, topic, partition, end
-        self.origin, self.origin_topic, self.origin_partition = origin, origin_topic, origin_partition
-        self.timeout = timeout
-        self.records_read = 0
-        self.passed: Hit | None = None
-
-    def first_from(self, m: int, at_least: int | None = None) -> Hit | None:
-        """The first record of the origin at target offset >= ``m`` (with ``at_least``: the first
-        whose origin offset is at least that, the last one below it kept in ``passed``)."""
-        self.passed = None
-        if m >= self.end:
-            return None
-        self.c.assign([TopicPartition(self.topic, self.partition, m)])
-        deadline = time.monotonic() + self.timeout
-        try:
-            while True:
-                # consume(n) waits for n records or the timeout: take one, then what is buffered
-                msgs = self.c.consume(num_messages=1, timeout=0.5)
-                if msgs:
-                    msgs += self.c.consume(num_messages=499, timeout=0)
-                for msg in msgs:
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            if msg.offset() >= self.end:
-                                return None
-                            continue  # stale, from an earlier assignment
-                        raise RuntimeError(
-                            f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: {err.str()}"
-                        )
-                    off = msg.offset()
-                    if off < m:
-                        continue  # stale
-                    if off >= self.end:
-                        return None
-                    self.records_read += 1
-                    headers = msg.headers()
-                    if origin_cluster(headers) != self.origin:
-                        continue
-                    try:
-                        prov = Provenance.from_headers(headers)
-                    except ValueError as e:
-                        raise RuntimeError(f"{self.where}/{self.topic}[{self.partition}]@{off}: {e}") from None
-                    if prov is not None and prov.topic == self.origin_topic and prov.partition == self.origin_partition:
-                        if at_least is None or prov.offset >= at_least:
-                            return Hit(off, prov.offset)
-                        self.passed = Hit(off, prov.offset)
-                if not msgs:
-                    pos = self.c.position([TopicPartition(self.topic, self.partition)])[0].offset
-                    if pos >= self.end:  # read_committed stops short at control/aborted records
-                        return None
-                    if time.monotonic() > deadline:
-                        raise TimeoutError(
-                            f"reading {self.where}/{self.topic}[{self.partition}] from offset {m}: no record "
-                            f"within {self.timeout:.0f}s (end {self.end})"
-                        )
-        finally:
-            self.c.unassign()
 
 
 class Translator:
@@ -295,7 +214,7 @@ class Translator:
         ts = None
         at = x if x < s_range[1] else x - 1
         if s_range[0] <= at < s_range[1]:
-            ts = _timestamp_at(self.s_consumer, topic, p, at, s_range[1])
+            ts = timestamp_at(self.s_consumer, topic, p, at, s_range[1])
         off = None
         if ts is not None:
             lookup = core.timestamp_target(ts, self.margin)
@@ -317,86 +236,6 @@ class Translator:
             offset_for_ts=off,
             origin=self.flow.source,
         )
-
-
-def _timestamp_at(
-    consumer: Consumer, topic: str, p: int, offset: int, end: int, timeout: float = TIMEOUT
-) -> int | None:
-    """Timestamp of the first record at or after ``offset`` (compaction gaps) below ``end``."""
-    consumer.assign([TopicPartition(topic, p, offset)])
-    deadline = time.monotonic() + timeout
-    try:
-        while time.monotonic() < deadline:
-            for msg in consumer.consume(num_messages=1, timeout=0.5):
-                if msg.error() is None and msg.offset() >= offset:
-                    return msg.timestamp()[1]
-            if consumer.position([TopicPartition(topic, p)])[0].offset >= end:
-                return None
-        return None
-    finally:
-        consumer.unassign()
-
-
-def read_group_offsets(
-    cfg: DrConfig,
-    flow: FlowConfig,
-    group: str,
-    resolve: SecretResolver | None = None,
-    timeout: float = 60.0,
-    skip_synced: bool = False,
-) -> dict[tuple[str, int], int]:
-    """The group's committed offsets on ``flow.source`` for every partition of the topics the
-    flow replicates (partitions without a commit are left out; with ``skip_synced`` also those
-    the offset sync wrote, see ``core.offsets.is_sync_commit``)."""
-    router = router_for(cfg, flow)
-    c = clients.consumer(cfg.cluster(flow.source), group, resolve)
-    try:
-        try:
-            md = c.list_topics(timeout=TIMEOUT)
-        except KafkaException as e:
-            raise clients.ClusterUnreachable(
-                f"flow {flow.name}: reading group {group!r} on {flow.source}: {e.args[0]}; "
-                f"if {flow.source} is down pass source_offsets (last_synced_offsets)"
-            ) from None
-        tps = [
-            TopicPartition(t, p)
-            for t, meta in md.topics.items()
-            if meta.error is None and router.target_topic(t) is not None and t != cfg.names.heartbeat_topic
-            for p in meta.partitions
-        ]
-        if not tps:
-            return {}
-        try:
-            got = committed_with_retry(c, tps, timeout)
-        except KafkaException as e:
-            if permissions.is_denied(e):
-                raise permissions.in_flow(flow.name, permissions.group_offsets_refused(flow.source, group)) from None
-            raise RuntimeError(
-                f"flow {flow.name}: reading committed offsets of group {group!r} on {flow.source}: {e.args[0].str()}"
-            ) from None
-    finally:
-        c.close()
-    out = {}
-    for tp in got:
-        if tp.error is not None:
-            if permissions.is_denied(tp.error):
-                raise permissions.in_flow(flow.name, permissions.group_offsets_refused(flow.source, group))
-            raise RuntimeError(f"group {group!r} on {flow.source}/{tp.topic}[{tp.partition}]: {tp.error.str()}")
-        if tp.offset >= 0 and skip_synced and core.is_sync_commit(tp.metadata):
-            log.info(
-                "flow %s: group %s on %s/%s[%d]@%d was committed by the offset sync, not by a consumer: "
-                "not synced onward",
-                flow.name,
-                group,
-                flow.source,
-                tp.topic,
-                tp.partition,
-                tp.offset,
-            )
-            continue
-        if tp.offset >= 0:
-            out[(tp.topic, tp.partition)] = tp.offset
-    return out
 
 
 def translate_group(
@@ -446,32 +285,3 @@ def translate_offset(
     """Translate one source offset of ``topic[partition]``."""
     with Translator(cfg, flow, resolve, margin_seconds) as tr:
         return tr.translate(group, {(topic, partition): source_offset})[0]
-
-
-def last_synced_offsets(
-    cfg: DrConfig, flow: FlowConfig, group: str, resolve: SecretResolver | None = None
-) -> dict[tuple[str, int], int]:
-    """The source offsets of ``group`` last recorded by the offset sync on the target
-    (``<internal_prefix>.offset-sync``): what to translate when the source is gone."""
-    return core.latest_synced(offset_sync_records(cfg, flow, "offset-translation", resolve), flow.name, group)
-
-
-def offset_sync_records(
-    cfg: DrConfig, flow: FlowConfig, reader: str, resolve: SecretResolver | None = None
-) -> list[tuple]:
-    """Every ``(key, value)`` on the flow's target offset-sync topic (none when it does not exist);
-    ``reader`` names the consumer group suffix of the caller."""
-    from kafka_dr.kafka.reading import read_partitions
-    from kafka_dr.kafka.topics import partition_count
-
-    topic = cfg.names.offset_sync_topic
-    tgt = cfg.cluster(flow.target)
-    n = partition_count(clients.admin(tgt, resolve), topic)
-    if n is None:
-        return []
-    c = clients.consumer(tgt, cfg.names.reader_group(reader), resolve)
-    try:
-        records = read_partitions(c, topic, list(range(n)), timeout=60)
-    finally:
-        c.close()
-    return [(r.key, r.value) for r in records]

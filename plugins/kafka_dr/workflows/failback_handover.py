@@ -17,7 +17,8 @@ from kafka_dr.core.progress import encode_metadata
 from kafka_dr.core.provenance import origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.consumer_groups import group_state
-from kafka_dr.kafka.offset_translation import PartitionProbe, Translator
+from kafka_dr.kafka.offset_translation import Translator
+from kafka_dr.kafka.partition_probe import PartitionProbe
 from kafka_dr.kafka.progress_store import commit_with_retry, committed_with_retry, read_committed_progress
 from kafka_dr.kafka.range_reads import read_ranges
 from kafka_dr.kafka.reading import read_partitions

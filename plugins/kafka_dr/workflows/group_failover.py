@@ -24,8 +24,9 @@ from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.consumer_groups import commit_translations, group_state
+from kafka_dr.kafka.group_offsets import offset_sync_records, read_group_offsets
 from kafka_dr.kafka.group_position import GroupPlacer
-from kafka_dr.kafka.offset_translation import Translator, offset_sync_records, read_group_offsets
+from kafka_dr.kafka.offset_translation import Translator
 
 
 def move_groups(

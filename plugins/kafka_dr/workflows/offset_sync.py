@@ -19,8 +19,8 @@ from confluent_kafka import KafkaException
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
+from kafka_dr.kafka.group_offsets import read_group_offsets
 from kafka_dr.kafka.group_sync import GroupSync
-from kafka_dr.kafka.offset_translation import read_group_offsets
 
 TIMEOUT = 30.0
 

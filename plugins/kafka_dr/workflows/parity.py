@@ -28,7 +28,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.topic_sync import plan_flow
 from kafka_dr.kafka import acl_sync, clients, quota_sync
 from kafka_dr.kafka.clients import SecretResolver
-from kafka_dr.kafka.offset_translation import read_group_offsets
+from kafka_dr.kafka.group_offsets import read_group_offsets
 from kafka_dr.kafka.parity_store import record as record_report
 from kafka_dr.kafka.parity_store import recorded_reports
 from kafka_dr.kafka.reading import read_partitions
