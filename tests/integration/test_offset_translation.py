@@ -21,7 +21,7 @@ from kafka_dr.core.offsets import APPROXIMATE, EXACT, UNTRANSLATABLE
 from kafka_dr.core.provenance import Provenance
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.group_offsets import last_synced_offsets
-from kafka_dr.kafka.offset_translation import translate_group, translate_offset
+from kafka_dr.kafka.offset_translation import Translator, translate_group, translate_offset
 from kafka_dr.kafka.progress_store import committed_with_retry
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
@@ -151,6 +151,15 @@ def test_translation_with_interleaved_local_records_and_replica_behind(lab, lab_
     produce(east, topic_name, "east-c", 30, 2)
     tr = translate_offset(cfg, flow, topic_name, 0, 90)
     assert (tr.status, tr.target_offset, tr.behind_records) == (APPROXIMATE, west_end(west, topic_name, 0), 10), tr
+    # searched in parallel, as a group move does, each thread with readers of its own: the same
+    # answers as one offset at a time, the replica-behind count (read on the source) included
+    with Translator(cfg, flow, probe_threads=4) as tr:
+        for x0, x1 in ((1, 79), (40, 41), (90, 88)):
+            both = {t.partition: t for t in tr.translate("g", {(topic_name, 0): x0, (topic_name, 1): x1})}
+            for p, x in ((0, x0), (1, x1)):
+                alone = translate_offset(cfg, flow, topic_name, p, x, group="g")
+                figures = ("status", "target_offset", "behind_records", "effective_offset")
+                assert [getattr(both[p], f) for f in figures] == [getattr(alone, f) for f in figures], (both[p], alone)
     # beyond the source end: never a guess
     tr = translate_offset(cfg, flow, topic_name, 0, 500)
     assert tr.status == UNTRANSLATABLE and tr.target_offset is None and "beyond" in tr.reason

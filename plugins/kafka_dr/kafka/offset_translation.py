@@ -16,9 +16,12 @@ target. The probes are :mod:`kafka_dr.kafka.partition_probe`'s.
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import NamedTuple
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
@@ -41,6 +44,16 @@ SOURCE_PROBE_TIMEOUT = 5.0
 BEHIND_COUNT_LIMIT = 100_000
 #: a position at most this many origin offsets past a record found before is read on to, not searched
 SCAN_LIMIT = 5_000
+#: partitions searched at once when groups move (failover, failback): their searches wait on
+#: round trips to a loaded survivor, one after another they added up to seconds of the RTO
+MOVE_PROBE_THREADS = 4
+
+
+class _Readers(NamedTuple):
+    """One thread's consumers: of the target, and of the source while it answers."""
+
+    target: Consumer
+    source: Consumer | None
 
 
 class Translator:
@@ -53,27 +66,24 @@ class Translator:
         resolve: SecretResolver | None = None,
         margin_seconds: float | None = None,
         source_available: bool | None = None,
+        probe_threads: int = 1,
     ):
+        """``probe_threads``: partitions searched at once, each thread with readers of its own
+        (a search waits on round trips far more than it computes: a failover's move of one
+        group's partitions goes as fast as its slowest partition, not their sum)."""
         self.cfg, self.flow, self.resolve = cfg, flow, resolve
         self.router = router_for(cfg, flow)
         self.hints = Hints()  # what earlier searches found: narrows the next ones
         self.margin = cfg.thresholds.timestamp_margin_seconds if margin_seconds is None else margin_seconds
         tgt = cfg.cluster(flow.target)
         self.t_admin = clients.admin(tgt, resolve)  # kept referenced until its futures complete
-        self.t_consumer = clients.consumer(
-            tgt,
-            cfg.names.reader_group("offset-translation"),
-            resolve,
-            **{
-                "enable.partition.eof": True,
-                "fetch.max.bytes": 1 << 20,
-                "max.partition.fetch.bytes": 256 << 10,
-                # probes re-assign often: a fetch long-polling at the
-                # log end must not hold the next probe for 500 ms
-                "fetch.wait.max.ms": 10,
-            },
-        )
+        self.t_consumer = self._target_reader()
         self.s_admin = self.s_consumer = None
+        self._probe_threads = max(1, probe_threads)
+        self._pool: ThreadPoolExecutor | None = None
+        self._local = threading.local()  #: a pool thread's own readers
+        self._pool_readers: list[Consumer] = []
+        self._lock = threading.Lock()
         self.p_consumer = None  #: reads the flow's progress, made on first use
         #: per source (topic, partition): the next source offset the flow copies, as the last
         #: :meth:`translate` read it (``None``: no progress recorded)
@@ -84,9 +94,7 @@ class Translator:
             try:
                 admin.list_topics(timeout=SOURCE_PROBE_TIMEOUT)
                 self.s_admin = admin
-                self.s_consumer = clients.consumer(
-                    src, cfg.names.reader_group("offset-translation"), resolve, **FAST_EOF
-                )
+                self.s_consumer = self._source_reader()
             except KafkaException as e:
                 if source_available:
                     raise clients.ClusterUnreachable(
@@ -105,10 +113,47 @@ class Translator:
         self.close()
 
     def close(self) -> None:
-        for c in (self.t_consumer, self.s_consumer, self.p_consumer):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        for c in (self.t_consumer, self.s_consumer, self.p_consumer, *self._pool_readers):
             if c is not None:
                 c.close()
         self.t_consumer = self.s_consumer = self.p_consumer = None
+        self._pool_readers = []
+
+    def _target_reader(self) -> Consumer:
+        return clients.consumer(
+            self.cfg.cluster(self.flow.target),
+            self.cfg.names.reader_group("offset-translation"),
+            self.resolve,
+            **{
+                "enable.partition.eof": True,
+                "fetch.max.bytes": 1 << 20,
+                "max.partition.fetch.bytes": 256 << 10,
+                # probes re-assign often: a fetch long-polling at the
+                # log end must not hold the next probe for 500 ms
+                "fetch.wait.max.ms": 10,
+            },
+        )
+
+    def _source_reader(self) -> Consumer:
+        return clients.consumer(
+            self.cfg.cluster(self.flow.source),
+            self.cfg.names.reader_group("offset-translation"),
+            self.resolve,
+            **FAST_EOF,
+        )
+
+    def _pool_thread_readers(self) -> _Readers:
+        """A pool thread's own readers, made on its first search (a consumer serves one thread)."""
+        mine = getattr(self._local, "readers", None)
+        if mine is None:
+            mine = _Readers(self._target_reader(), self._source_reader() if self.s_admin is not None else None)
+            self._local.readers = mine
+            with self._lock:
+                self._pool_readers += [c for c in mine if c is not None]
+        return mine
 
     def target_topic(self, topic: str) -> str:
         t = self.router.target_topic(topic)
@@ -132,25 +177,24 @@ class Translator:
         s_ranges = None
         if self.s_admin is not None:
             s_ranges = partition_ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
-        out = []
-        for k in keys:
-            out.append(
-                self._one(
-                    group,
-                    k[0],
-                    k[1],
-                    source_offsets[k],
-                    targets[k],
-                    t_ranges[(targets[k], k[1])],
-                    progress.get((targets[k], k[1]), {}).get("next_offset"),
-                    None if s_ranges is None else s_ranges[k],
-                )
-            )
-        return out
 
-    def _one(self, group, topic, p, x, target_topic, t_range, prog, s_range) -> Translation:
+        def one(k: tuple[str, int], readers: _Readers) -> Translation:
+            prog = progress.get((targets[k], k[1]), {}).get("next_offset")
+            s_range = None if s_ranges is None else s_ranges[k]
+            return self._one(
+                group, *k, source_offsets[k], targets[k], t_ranges[(targets[k], k[1])], prog, s_range, readers
+            )
+
+        if self._probe_threads == 1 or len(keys) == 1:
+            return [one(k, _Readers(self.t_consumer, self.s_consumer)) for k in keys]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix=f"translate-{self.flow.name}")
+        # each partition is searched by one thread: the hints of a partition are never shared
+        return list(self._pool.map(lambda k: one(k, self._pool_thread_readers()), keys))
+
+    def _one(self, group, topic, p, x, target_topic, t_range, prog, s_range, readers: _Readers) -> Translation:
         probe = PartitionProbe(
-            self.t_consumer, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p
+            readers.target, self.flow.target, target_topic, p, t_range[1], self.flow.source, topic, p
         )
         where = (target_topic, p)
         if prog is not None and x >= prog:
@@ -180,17 +224,17 @@ class Translator:
             probe.records_read,
         )
         if found is None and earlier is None and prog is None and s_range is not None and s_range[1] > s_range[0]:
-            return self._by_timestamp(group, topic, p, x, target_topic, t_range, s_range)
+            return self._by_timestamp(group, topic, p, x, target_topic, t_range, s_range, readers)
         behind, effective = None, None
         if (
             prog is not None
             and found is None
             and prog < x <= prog + BEHIND_COUNT_LIMIT
-            and self.s_consumer is not None
+            and readers.source is not None
             and (s_range is None or x <= s_range[1])
         ):
             # what lies between the copy position and X: records, or markers and filtered copies
-            n, last = count_copied(self.s_consumer, self.flow.source, self.router.transform(), {(topic, p): (prog, x)})[
+            n, last = count_copied(readers.source, self.flow.source, self.router.transform(), {(topic, p): (prog, x)})[
                 (topic, p)
             ]
             behind, effective = n, (last + 1 if last is not None else prog)
@@ -210,15 +254,15 @@ class Translator:
         )
         return replace(t, effective_offset=effective) if effective is not None else t
 
-    def _by_timestamp(self, group, topic, p, x, target_topic, t_range, s_range) -> Translation:
+    def _by_timestamp(self, group, topic, p, x, target_topic, t_range, s_range, readers: _Readers) -> Translation:
         ts = None
         at = x if x < s_range[1] else x - 1
         if s_range[0] <= at < s_range[1]:
-            ts = timestamp_at(self.s_consumer, topic, p, at, s_range[1])
+            ts = timestamp_at(readers.source, topic, p, at, s_range[1])
         off = None
         if ts is not None:
             lookup = core.timestamp_target(ts, self.margin)
-            got = self.t_consumer.offsets_for_times([TopicPartition(target_topic, p, lookup)], timeout=TIMEOUT)[0]
+            got = readers.target.offsets_for_times([TopicPartition(target_topic, p, lookup)], timeout=TIMEOUT)[0]
             if got.error is not None:
                 raise RuntimeError(
                     f"{self.flow.target}/{target_topic}[{p}]: timestamp lookup {lookup}: {got.error.str()}"

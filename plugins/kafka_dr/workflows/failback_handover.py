@@ -17,7 +17,7 @@ from kafka_dr.core.progress import encode_metadata
 from kafka_dr.core.provenance import origin_cluster
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.consumer_groups import group_state
-from kafka_dr.kafka.offset_translation import Translator
+from kafka_dr.kafka.offset_translation import MOVE_PROBE_THREADS, Translator
 from kafka_dr.kafka.partition_probe import PartitionProbe
 from kafka_dr.kafka.progress_store import commit_with_retry, committed_with_retry, read_committed_progress
 from kafka_dr.kafka.range_reads import read_ranges
@@ -86,7 +86,7 @@ def _resync_positions(
     (where the group had read up to; ``None`` when untranslatable)."""
     cfg, recovered, survivor = run.cfg, run.recovered, run.survivor
     positions: dict[tuple[str, int], tuple[int, str, int | None]] = {}
-    with Translator(cfg, flow, run.resolve, source_available=True) as tr:
+    with Translator(cfg, flow, run.resolve, source_available=True, probe_threads=MOVE_PROBE_THREADS) as tr:
         translated = {(t.topic, t.partition): t for t in tr.translate(group, offsets)}
     probe_consumer = clients.consumer(cfg.cluster(survivor), cfg.names.reader_group("failback-reader"), run.resolve)
     try:

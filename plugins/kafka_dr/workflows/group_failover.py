@@ -14,6 +14,7 @@ sync re-reads what it consumed since: a continuous flow's job syncs every few se
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 
@@ -26,7 +27,9 @@ from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.consumer_groups import commit_translations, group_state
 from kafka_dr.kafka.group_offsets import offset_sync_records, read_group_offsets
 from kafka_dr.kafka.group_position import GroupPlacer
-from kafka_dr.kafka.offset_translation import Translator
+from kafka_dr.kafka.offset_translation import MOVE_PROBE_THREADS, Translator
+
+log = logging.getLogger(__name__)
 
 
 def move_groups(
@@ -48,7 +51,14 @@ def move_groups(
     its clients and what its searches found) serves every group."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     allow, deny = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
+    began = time.monotonic()
     recorded = core.synced_positions_by_group(offset_sync_records(cfg, flow, "failover-reader", resolve), flow.name)
+    log.info(
+        "flow %s: read the offset sync's positions of %d group(s) in %.1fs",
+        flow.name,
+        len(recorded),
+        time.monotonic() - began,
+    )
     # the run's pattern narrows the configured selection; it never widens it
     groups = [g for g in sorted(recorded) if pattern.fullmatch(g) and core.group_selected(g, allow, deny)]
     if not groups:
@@ -68,7 +78,13 @@ class _GroupMove:
         self.source_answers = source_answers
         self.router = router_for(cfg, flow)
         self.admin = clients.admin(cfg.cluster(flow.target), resolve)
-        self.tr = Translator(cfg, flow, resolve, source_available=True if source_answers else source_answers)
+        self.tr = Translator(
+            cfg,
+            flow,
+            resolve,
+            source_available=True if source_answers else source_answers,
+            probe_threads=MOVE_PROBE_THREADS,
+        )
         self.placer = GroupPlacer(cfg, flow, self.tr, resolve)
 
     def close(self) -> None:
