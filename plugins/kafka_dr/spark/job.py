@@ -30,6 +30,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS
 from kafka_dr.spark.driver_options import driver_java_options
 from kafka_dr.spark.metrics_sink import JobSummary, MetricsSink
+from kafka_dr.spark.outage_watch import silent_cluster, watch_outages
 from kafka_dr.spark.supervision import (
     STALL_SECONDS,
     Stop,
@@ -73,8 +74,6 @@ class JobOptions:
 
 #: the pause before the first restart of a failed query; it doubles with each restart, up to the second
 FIRST_BACKOFF_SECONDS, MAX_BACKOFF_SECONDS = 2.0, 60.0
-#: a cluster whose metadata does not come within this long after a failure is taken for gone
-SILENT_PROBE_SECONDS = 5.0
 STATE_READ_TIMEOUT_SECONDS = 2.0
 #: A running job reads the DR state this often: a failover recorded meanwhile stops it (the
 #: failback copies between the two clusters itself, and its gate must not race a running
@@ -159,6 +158,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
             stop_on_signals(stop),
             stop_when(stop, lambda: _failover_reason(run), FAILOVER_CHECK_SECONDS),
             _group_sync(run, lambda: sink.query_started),
+            watch_outages(run.cfg, run.flow) if run.mode is FlowMode.CONTINUOUS else contextlib.nullcontext(),
         ):
             deadline = time.monotonic() + run.max_duration if run.max_duration else None
             sink.watch_selection()
@@ -245,16 +245,8 @@ def failed_over(run: FlowRun) -> str | None:
 
 
 def a_cluster_is_silent(cfg: DrConfig, flow: FlowConfig) -> bool:
-    """Whether the flow's source or target gives no metadata within ``SILENT_PROBE_SECONDS``."""
-    from kafka_dr.core.secret_refs import env_resolver
-    from kafka_dr.kafka import clients
-
-    for name in (flow.source, flow.target):
-        try:
-            clients.admin(cfg.cluster(name), env_resolver()).list_topics(timeout=SILENT_PROBE_SECONDS)
-        except Exception:  # noqa: BLE001 - any failure to answer is silence
-            return True
-    return False
+    """Whether the flow's source or target gives no metadata within ``PROBE_SECONDS``."""
+    return silent_cluster(cfg, flow) is not None
 
 
 def _restart_loop(
@@ -313,7 +305,7 @@ def _restart_loop(
         else:
             log.warning("flow %s: not alerted: the flow copied %.0fs ago", run.flow.name, quiet)
         # after a silent cluster, restart as soon as it answers again (each probe waits up to
-        # SILENT_PROBE_SECONDS): the pause only spares clusters that are still down
+        # PROBE_SECONDS): the pause only spares clusters that are still down
         stop.sleep(backoff, until=(lambda: not still_silent()) if silent else None)
         backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
     summary.stopped_by = stop.reason or ("completed" if run.mode is FlowMode.INCREMENTAL else "max duration")

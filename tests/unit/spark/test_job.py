@@ -227,3 +227,39 @@ def test_a_cluster_with_no_broker_listening_is_silent():
         }
     )
     assert a_cluster_is_silent(cfg, cfg.flows[0]) is True
+
+
+def test_a_continuous_jobs_watch_alerts_a_cluster_silent_past_the_threshold_once(monkeypatch):
+    """The job's outage watch, with a look that reports west silent and a real local webhook."""
+    from kafka_dr.spark import outage_watch
+    from receivers import WebhookReceiver
+
+    hook = WebhookReceiver()
+    try:
+        cfg = parse_config(
+            {
+                "clusters": NOWHERE,
+                "flows": [{"source": "east", "target": "west"}],
+                "alerts": {"webhook": {"url": hook.url}},
+                "thresholds": {"restart_alert_after_seconds": 0.2},
+            }
+        )
+        monkeypatch.setattr(outage_watch, "LOOK_EVERY_SECONDS", 0.05)
+        with outage_watch.watch_outages(cfg, cfg.flows[0], look=lambda: "west"):
+            deadline = time.monotonic() + 10
+            while not hook.received and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.5)  # more looks at the same outage: still one alert
+        assert [(a["event"], a["cluster"], a["flow"]) for a in hook.received] == [
+            ("cluster_silent", "west", "east_to_west")
+        ], hook.received
+        assert hook.received[0]["seconds"] >= 0.2
+    finally:
+        hook.close()
+
+
+def test_the_silent_cluster_is_named():
+    cfg = parse_config({"clusters": NOWHERE, "flows": [{"source": "east", "target": "west"}]})
+    from kafka_dr.spark.outage_watch import silent_cluster
+
+    assert silent_cluster(cfg, cfg.flows[0], timeout=1) == "east"
