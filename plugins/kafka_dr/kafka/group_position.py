@@ -91,20 +91,18 @@ class GroupPlacer:
         t_ranges = partition_ranges(
             self.tr.t_admin, [TopicPartition(t.target_topic, t.partition) for t in todo], self.flow.target
         )
-        todo_ids = {id(t) for t in todo}
-        out = []
-        for t in translations:
-            if id(t) not in todo_ids:
-                out.append(t)
-                continue
+
+        def one(t: Translation, readers) -> Translation:
             k = (t.topic, t.partition)
             u = (
                 known[k].local_read_below
                 if known[k] is not None and known[k].local_read_below is not None
                 else u_live.get(k)
             )
-            out.append(self._place_one(t, u, t_ranges[(t.target_topic, t.partition)]))
-        return out
+            return self._place_one(t, u, t_ranges[(t.target_topic, t.partition)], readers.target)
+
+        placed = {id(t): p for t, p in zip(todo, self.tr.per_partition(one, todo), strict=True)}
+        return [placed.get(id(t), t) for t in translations]
 
     def _read_below_on_source(self, translations: list[Translation]) -> dict[tuple[str, int], int]:
         """``u`` per partition, read on the source: reverse progress first, then the source's end."""
@@ -123,13 +121,14 @@ class GroupPlacer:
             out[k] = core.local_read_below(first, progress.get(k, {}).get("next_offset"))
         return out
 
-    def _place_one(self, t: Translation, u: int | None, t_range: tuple[int, int]) -> Translation:
+    def _place_one(self, t: Translation, u: int | None, t_range: tuple[int, int], reader) -> Translation:
+        """``reader``: a consumer of the target that this thread alone uses."""
         a = t.target_offset
         t_low, t_end = t_range
         lo, hi = core.window(a, u if u is not None else t_low)
         hi = min(hi, t_end)
         records = []
-        for _, msg in read_ranges(self.tr.t_consumer, self.flow.target, {(t.target_topic, t.partition): (lo, hi)}):
+        for _, msg in read_ranges(reader, self.flow.target, {(t.target_topic, t.partition): (lo, hi)}):
             records.append((msg.offset(), self._kind(msg, t)))
         placed = core.place(a, u, records)
         reread = {self.flow.source: placed.reread_source, self.flow.target: placed.reread_local}

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
@@ -47,6 +48,9 @@ SCAN_LIMIT = 5_000
 #: partitions searched at once when groups move (failover, failback): their searches wait on
 #: round trips to a loaded survivor, one after another they added up to seconds of the RTO
 MOVE_PROBE_THREADS = 4
+
+
+T, R = TypeVar("T"), TypeVar("R")
 
 
 class _Readers(NamedTuple):
@@ -185,12 +189,17 @@ class Translator:
                 group, *k, source_offsets[k], targets[k], t_ranges[(targets[k], k[1])], prog, s_range, readers
             )
 
-        if self._probe_threads == 1 or len(keys) == 1:
-            return [one(k, _Readers(self.t_consumer, self.s_consumer)) for k in keys]
+        # each partition is searched by one thread: the hints of a partition are never shared
+        return self.per_partition(one, keys)
+
+    def per_partition(self, fn: Callable[[T, _Readers], R], items: list[T]) -> list[R]:
+        """``fn(item, readers)`` for each of ``items`` (one partition's work each), in order; up
+        to ``probe_threads`` at once, each thread with readers of its own."""
+        if self._probe_threads == 1 or len(items) <= 1:
+            return [fn(item, _Readers(self.t_consumer, self.s_consumer)) for item in items]
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix=f"translate-{self.flow.name}")
-        # each partition is searched by one thread: the hints of a partition are never shared
-        return list(self._pool.map(lambda k: one(k, self._pool_thread_readers()), keys))
+        return list(self._pool.map(lambda item: fn(item, self._pool_thread_readers()), items))
 
     def _one(self, group, topic, p, x, target_topic, t_range, prog, s_range, readers: _Readers) -> Translation:
         probe = PartitionProbe(
