@@ -21,14 +21,22 @@ LOOK_EVERY_SECONDS = 5.0
 PROBE_SECONDS = 5.0
 
 
-def silent_cluster(cfg: DrConfig, flow: FlowConfig, timeout: float = PROBE_SECONDS) -> str | None:
-    """The first of the flow's source and target that gives no metadata within ``timeout``."""
+def admins(cfg: DrConfig, flow: FlowConfig) -> dict:
+    """An admin client per end of the flow (source first)."""
     from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka import clients
 
-    for name in (flow.source, flow.target):
+    return {name: clients.admin(cfg.cluster(name), env_resolver()) for name in (flow.source, flow.target)}
+
+
+def silent_cluster(
+    cfg: DrConfig, flow: FlowConfig, timeout: float = PROBE_SECONDS, ends: dict | None = None
+) -> str | None:
+    """The first of the flow's source and target that gives no metadata within ``timeout``;
+    ``ends``: the :func:`admins` to ask (made for this call without them)."""
+    for name, admin in (ends or admins(cfg, flow)).items():
         try:
-            clients.admin(cfg.cluster(name), env_resolver()).list_topics(timeout=timeout)
+            admin.list_topics(timeout=timeout)
         except Exception:  # noqa: BLE001 - any failure to answer is silence
             return name
     return None
@@ -41,13 +49,17 @@ def watch_outages(cfg: DrConfig, flow: FlowConfig, look=None) -> Iterator[None]:
     if cfg.alerts.webhook is None and cfg.alerts.email is None:
         yield
         return
-    look = look or (lambda: silent_cluster(cfg, flow))
+    ends = admins(cfg, flow) if look is None else None  # kept for the job's life: they reconnect
+
+    def silent() -> str | None:
+        return look() if look is not None else silent_cluster(cfg, flow, ends=ends)
+
     episodes = SilenceEpisodes(cfg.thresholds.restart_alert_after_seconds)
     done = threading.Event()
 
     def loop() -> None:
         while not done.wait(LOOK_EVERY_SECONDS):
-            due = episodes.observe(look(), time.monotonic())
+            due = episodes.observe(silent(), time.monotonic())
             if due is not None:
                 alert_silent(cfg, flow.name, *due)
 

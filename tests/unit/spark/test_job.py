@@ -165,6 +165,18 @@ LEADER_MOVED = RuntimeError("flow east_to_west: west: commit failed: NOT_LEADER_
 NOWHERE = {"east": {"bootstrap_servers": "127.0.0.1:1"}, "west": {"bootstrap_servers": "127.0.0.1:2"}}
 
 
+def _alerting(webhook_url: str, threshold_s: float):
+    """A flow between two clusters nobody listens on, alerting to ``webhook_url``."""
+    return parse_config(
+        {
+            "clusters": NOWHERE,
+            "flows": [{"source": "east", "target": "west"}],
+            "alerts": {"webhook": {"url": webhook_url}},
+            "thresholds": {"restart_alert_after_seconds": threshold_s},
+        }
+    )
+
+
 def _alerts_of_one_restart(error, quiet: float, still_silent=lambda: True) -> list[dict]:
     """The webhook alerts of a job whose query fails once with ``error``, ``quiet`` seconds
     after its last copy, and then runs to its end (threshold 30 s)."""
@@ -172,14 +184,7 @@ def _alerts_of_one_restart(error, quiet: float, still_silent=lambda: True) -> li
 
     hook = WebhookReceiver()
     try:
-        cfg = parse_config(
-            {
-                "clusters": NOWHERE,
-                "flows": [{"source": "east", "target": "west"}],
-                "alerts": {"webhook": {"url": hook.url}},
-                "thresholds": {"restart_alert_after_seconds": 30},
-            }
-        )
+        cfg = _alerting(hook.url, 30)
         run = FlowRun(JobOptions(config="x.yaml", flow="east_to_west"), cfg, cfg.flows[0], FlowMode("continuous"), None)
         tries, copied_at = [error, None], time.monotonic() - quiet
         summary = _restart_loop(
@@ -236,14 +241,7 @@ def test_a_continuous_jobs_watch_alerts_a_cluster_silent_past_the_threshold_once
 
     hook = WebhookReceiver()
     try:
-        cfg = parse_config(
-            {
-                "clusters": NOWHERE,
-                "flows": [{"source": "east", "target": "west"}],
-                "alerts": {"webhook": {"url": hook.url}},
-                "thresholds": {"restart_alert_after_seconds": 0.2},
-            }
-        )
+        cfg = _alerting(hook.url, 0.2)
         monkeypatch.setattr(outage_watch, "LOOK_EVERY_SECONDS", 0.05)
         with outage_watch.watch_outages(cfg, cfg.flows[0], look=lambda: "west"):
             deadline = time.monotonic() + 10
