@@ -121,24 +121,22 @@ class GroupReader(threading.Thread):
         """Ask the thread to move the group to ``cluster_cfg``; returns the move once the
         group is open there. ``abandon``: its cluster is dead and the app died with it, so
         nothing is committed or closed there first (its replacement starts on the new one)."""
+        return self._ask(cluster_cfg, abandon, timeout, f"the move to {cluster_cfg.name}")
+
+    def park(self, timeout: float) -> None:
+        """Ask the thread to stop reading (its last batch committed, the group left) until the
+        next :meth:`move`; returns once it has."""
+        self._ask(None, False, timeout, f"stopping on {self.cluster.name}")
+
+    def _ask(self, cluster_cfg, abandon: bool, timeout: float, what: str):
+        """Hand the reading thread a request (a cluster to move to; ``None``: park) and wait
+        for its answer."""
         done: queue.Queue = queue.Queue()
         self.requests.put((cluster_cfg, time.time(), done, abandon))
         try:
             return done.get(timeout=timeout)
         except queue.Empty:
-            raise TimeoutError(f"group {self.group}: the move to {cluster_cfg.name} took over {timeout:.0f}s") from None
-
-    def park(self, timeout: float) -> None:
-        """Ask the thread to stop reading (its last batch committed, the group left) until the
-        next :meth:`move`; returns once it has."""
-        done: queue.Queue = queue.Queue()
-        self.requests.put((None, time.time(), done, False))
-        try:
-            done.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(
-                f"group {self.group}: stopping on {self.cluster.name} took over {timeout:.0f}s"
-            ) from None
+            raise TimeoutError(f"group {self.group}: {what} took over {timeout:.0f}s") from None
 
     def _switch_if_asked(self) -> None:
         try:

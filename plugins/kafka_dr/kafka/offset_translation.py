@@ -183,7 +183,7 @@ class Translator:
             s_ranges = partition_ranges(self.s_admin, [TopicPartition(t, p) for t, p in keys], self.flow.source)
 
         def one(k: tuple[str, int], readers: _Readers) -> Translation:
-            prog = progress.get((targets[k], k[1]), {}).get("next_offset")
+            prog = self.progress[k]
             s_range = None if s_ranges is None else s_ranges[k]
             return self._one(
                 group, *k, source_offsets[k], targets[k], t_ranges[(targets[k], k[1])], prog, s_range, readers
