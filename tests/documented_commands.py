@@ -198,6 +198,9 @@ COMMANDS: dict[str, Check] = {
     ): Check(PARSED, covered_by="tests/integration/test_data_quality.py"),
     ".venv/bin/kafka-dr bench --scale-out": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --scale-out --quick": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr pack-executor-env --out /tmp/kafka-dr-executor-env.tar.gz": Check(
+        RUN, r"^    executor_python: python3\.\d+ "
+    ),
     ".venv/bin/python -m kafka_dr.spark.class_archive": Check(
         RUN, r"^spark class archive: /.*/spark-[0-9.]+-[0-9a-f]{8}-[0-9a-f]{8}-classes\.jsa$"
     ),

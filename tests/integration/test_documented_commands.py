@@ -35,6 +35,7 @@ ORDER = [
     ".venv/bin/kafka-dr lab spark status",
     ".venv/bin/kafka-dr lab spark down",
     ".venv/bin/python -m kafka_dr.spark.class_archive",
+    ".venv/bin/kafka-dr pack-executor-env --out /tmp/kafka-dr-executor-env.tar.gz",
     ".venv/bin/python -m kafka_dr.lab.broker_archive",
     "make demo",
     "make check",

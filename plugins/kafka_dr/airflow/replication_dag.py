@@ -34,6 +34,7 @@ from kafka_dr.core.config import DrConfig, FlowConfig, FlowMode
 from kafka_dr.shipped import spark_job
 from kafka_dr.spark.class_archive import with_class_archive
 from kafka_dr.spark.driver_options import driver_java_options, spark_submit_env
+from kafka_dr.spark.executor_env import executor_env_conf
 
 APPLICATION = str(spark_job("replicate.py"))
 DEFAULT_CONTINUOUS_SECONDS = 3600
@@ -200,6 +201,7 @@ def build_replication_dag(cfg: DrConfig, flow: FlowConfig, config_path: str) -> 
                     "spark.ui.showConsoleProgress": "false",
                     **driver_java_options(cfg.spark.master, cfg.spark.conf),
                     **dict(cfg.spark.conf),
+                    **executor_env_conf(cfg.spark),
                 }
             ),
             env_vars=spark_submit_env(),

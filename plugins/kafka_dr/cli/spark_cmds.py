@@ -1,6 +1,7 @@
-"""``kafka-dr replicate`` and ``kafka-dr dq``: the Spark jobs, run here on local Spark.
+"""``kafka-dr replicate`` and ``kafka-dr dq``: the Spark jobs, run here on local Spark; and
+``kafka-dr pack-executor-env``: the archive that runs them on executors with nothing installed.
 
-Both take the same arguments as their spark-submit entries (``spark_jobs/replicate.py``,
+The jobs take the same arguments as their spark-submit entries (``spark_jobs/replicate.py``,
 ``spark_jobs/data_quality.py``). The console shows the product's lines; Spark's output goes
 to a log file (see :mod:`kafka_dr.cli.console`).
 """
@@ -11,6 +12,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
 
 def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -33,6 +35,34 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     )
     dq_arguments(dq)
     dq.set_defaults(handler=data_quality)
+    pack = sub.add_parser(
+        "pack-executor-env",
+        parents=[common],
+        help="pack kafka-dr and its clients for Spark executors with nothing installed (spark.executor_env)",
+        description="Pack kafka-dr and the distributions its Spark executors import, from this Python, into "
+        "one archive for the config's spark.executor_env (docs/install.md).",
+    )
+    pack.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the archive to write (default: kafka-dr-executor-env-<version>-py<XY>.tar.gz here)",
+    )
+    pack.set_defaults(handler=pack_executor_env)
+
+
+def pack_executor_env(a: argparse.Namespace) -> int:
+    from kafka_dr.spark.executor_env import default_archive_name, default_python, pack
+
+    packed = pack(a.out or Path(default_archive_name()))
+    print(f"wrote {packed.path} ({packed.bytes / 1e6:.1f} MB, {packed.files} files): {', '.join(packed.distributions)}")
+    print("in the config:")
+    print("  spark:")
+    print(
+        f"    executor_env: {packed.path.resolve()}   # or where the executors fetch it from (hdfs://, s3a://, https://)"
+    )
+    print(f"    executor_python: {default_python()}   # the executors' Python: this minor version, on their PATH")
+    return 0
 
 
 def replicate(a: argparse.Namespace) -> int:

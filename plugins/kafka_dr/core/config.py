@@ -198,6 +198,11 @@ class SparkConfig:
     master: str = "local[*]"
     connection: str = "kafka_dr_spark"
     conf: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: the archive ``kafka-dr spark pack-env`` made (a path or a URL Spark fetches): executors
+    #: with nothing installed import kafka-dr and its clients from it
+    executor_env: str | None = None
+    #: the Python the executors run with ``executor_env`` (None: the driver's ``python3.<minor>``)
+    executor_python: str | None = None
 
 
 @dataclass(frozen=True)

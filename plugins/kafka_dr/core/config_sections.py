@@ -356,7 +356,7 @@ def parse_alerts(ctx: ParseContext, raw: Any) -> Alerts:
 
 
 def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
-    s = ctx.mapping(raw, "spark", {"master", "connection", "conf"})
+    s = ctx.mapping(raw, "spark", {"master", "connection", "conf", "executor_env", "executor_python"})
     conf = ctx.mapping(
         s.get("conf"), "spark.conf", set(s.get("conf") or {}) if isinstance(s.get("conf"), dict) else set()
     )
@@ -364,6 +364,8 @@ def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
         master=ctx.typed(s.get("master"), "spark.master", str, "local[*]"),
         connection=ctx.typed(s.get("connection"), "spark.connection", str, "kafka_dr_spark"),
         conf=MappingProxyType({str(k): str(v) for k, v in conf.items()}),
+        executor_env=ctx.typed(s.get("executor_env"), "spark.executor_env", str) or None,
+        executor_python=ctx.typed(s.get("executor_python"), "spark.executor_python", str) or None,
     )
 
 

@@ -22,7 +22,6 @@ windows has only the executors' tasks.
 from __future__ import annotations
 
 import functools
-import os
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -33,31 +32,31 @@ from kafka_dr.core.dq import COMPARISON_COLUMNS, PartitionWindow
 ROW_COLUMNS = (*COMPARISON_COLUMNS, "first_in_flight")
 _IDLE_S = 120  # a range that yields nothing for this long while short of its end is an error
 
-_configs: dict[tuple, object] = {}
+_configs: dict[str, object] = {}
 
 
-def _config(path: str):
-    from kafka_dr.core.config_load import load_config
+def _config(text: str):
+    """The config from its text, parsed once per Python worker."""
+    from kafka_dr.core.config_load import parse_config_text
 
-    key = (path, os.stat(path).st_mtime_ns)
-    cfg = _configs.get(key)
+    cfg = _configs.get(text)
     if cfg is None:
-        cfg = _configs[key] = load_config(path)
+        cfg = _configs[text] = parse_config_text(text)
     return cfg
 
 
-def _compare_windows(config_path: str, latency_since_ms: int, windows: Iterable[PartitionWindow]) -> Iterator[dict]:
+def _compare_windows(config_text: str, latency_since_ms: int, windows: Iterable[PartitionWindow]) -> Iterator[dict]:
     """A task's windows compared, one row each."""
     for w in windows:
-        row = compare_window(config_path, w, latency_since_ms)
+        row = compare_window(config_text, w, latency_since_ms)
         yield {c: row[c] for c in ROW_COLUMNS}
 
 
-def compare_window(config_path: str, w: PartitionWindow, latency_since_ms: int) -> dict:
+def compare_window(config_text: str, w: PartitionWindow, latency_since_ms: int) -> dict:
     """Read both sides of ``w`` and return its comparison row."""
     from kafka_dr.core.window_tally import WindowTally
 
-    cfg = _config(config_path)
+    cfg = _config(config_text)
     tally = WindowTally(w, latency_since_ms)
     _read(cfg, w.source, w.topic, w, w.start, w.end, _source_feed(cfg, w, tally))
     end = w.target_end
@@ -212,6 +211,6 @@ def comparison_rows(spark, config_path: str, windows: list[PartitionWindow], lat
     ``latency_since_ms``."""
     if not windows:
         return []
-    path = str(Path(config_path).resolve())  # tasks run in executors' own folders
-    compare = functools.partial(_compare_windows, path, latency_since_ms)
+    # the text, not the path: an executor on another host has no file of it
+    compare = functools.partial(_compare_windows, Path(config_path).read_text(encoding="utf-8"), latency_since_ms)
     return spark.sparkContext.parallelize(windows, len(windows)).mapPartitions(compare).collect()

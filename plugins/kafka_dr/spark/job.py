@@ -106,9 +106,14 @@ def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str
 
     from kafka_dr.spark.class_archive import with_class_archive
     from kafka_dr.spark.executor_conf import FIXED, executor_secrets
+    from kafka_dr.spark.executor_env import executor_env_conf, with_driver_bin_first
 
+    shipped = executor_env_conf(cfg.spark)
     # Spark starts Python workers (data-source planners included) with $PYSPARK_PYTHON, read
     # when the JVM starts; the spark.pyspark.python setting does not reach all of them.
+    if shipped:  # the executors' Python by name; here that name must be this interpreter
+        os.environ.update(with_driver_bin_first(os.environ))
+        os.environ["PYSPARK_PYTHON"] = shipped["spark.pyspark.python"]
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master:
@@ -121,6 +126,7 @@ def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str
         **executor_secrets(cfg, os.environ),
         **(extra or {}),
         **dict(cfg.spark.conf),
+        **shipped,
         **FIXED,
     }
     for k, v in with_class_archive(settings).items():
@@ -365,6 +371,7 @@ def _source_options(spark, run: FlowRun, marker: str) -> dict[str, str]:
     o = run.opts
     return {
         "config": str(Path(o.config).resolve()),
+        "config_text": Path(o.config).read_text(encoding="utf-8"),  # executors may have no file of it
         "flow": run.flow.name,
         "allow_reset": str(o.allow_reset).lower(),
         "chunk_records": str(o.chunk_records),

@@ -21,8 +21,8 @@ after another (:mod:`kafka_dr.core.task_shares`); 0: a task per range).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
@@ -43,10 +43,17 @@ _copiers: dict[tuple, object] = {}
 BATCH_KEY = "#batch"
 
 
-def _load(options: dict) -> tuple:
-    from kafka_dr.core.config_load import load_config
+def config_text(options: dict) -> str:
+    """The config the job read on its driver, as text (``config_text``): an executor on another
+    host has no file of it. A reader built outside a job (the tests') names only the file."""
+    text = options.get("config_text")
+    return text if text is not None else Path(options["config"]).read_text(encoding="utf-8")
 
-    cfg = load_config(options["config"])
+
+def _load(options: dict) -> tuple:
+    from kafka_dr.core.config_load import parse_config_text
+
+    cfg = parse_config_text(config_text(options), source=options["config"])
     flows = {f.name: f for f in cfg.flows}
     if options["flow"] not in flows:
         raise ValueError(f"no flow named {options['flow']!r} in {options['config']} (flows: {', '.join(flows)})")
@@ -199,9 +206,8 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
         o = self.options
         return (
-            o["config"],
+            config_text(o),
             o["flow"],
-            os.stat(o["config"]).st_mtime_ns,
             o.get("allow_reset", "false"),
             o.get("chunk_records", str(JOB_CHUNK_RECORDS)),
             *((o.get("commit_seconds", "0.1"), *stream_key) if stream_key else ()),
@@ -212,8 +218,8 @@ class ReplicationStreamReader(DataSourceStreamReader):
 
     def _copier(self, stream_key: tuple = ()):
         """This Python worker's copier for these options (a streaming task's: one per partition,
-        as each thread needs its own consumer, or one for a whole task). Keyed by the config
-        file's mtime too (a rewritten config gets a fresh copier) and by the options it is built
+        as each thread needs its own consumer, or one for a whole task). Keyed by the config's
+        text too (a rewritten config gets a fresh copier) and by the options it is built
         with (a --reset-progress run must not reuse a strict one)."""
         from kafka_dr.kafka.copier import RangeCopier
         from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning

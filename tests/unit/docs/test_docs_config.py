@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from kafka_dr.core import config_load, config_sections
-from kafka_dr.core.config import Schedules, Thresholds
+from kafka_dr.core.config import Schedules, SparkConfig, Thresholds
 
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "config.md").read_text(encoding="utf-8")
 
@@ -46,7 +46,7 @@ def test_section_keys():
         ),
         "webhook.url",
     }
-    assert table_keys("spark") == {"master", "connection", "conf"}
+    assert table_keys("spark") == set(SparkConfig.__dataclass_fields__)
     assert table_keys("schema_mirror") == {"primary", "targets", "subject_template"}
     assert table_keys("distribution") == {"tree"}
 
