@@ -94,21 +94,36 @@ def test_the_sdist_carries_the_top_level_folders_the_build_ships(dist):
 
 #: the lowest Airflow pyproject.toml declares; the highest tested is constraints.txt's
 LOWEST_AIRFLOW = "3.1.8"
+#: the Pythons pyproject.toml declares beyond the lab's 3.11 (which runs the rest of the suite):
+#: the highest with the lab's constraints, the other with the lowest Airflow
+INSTALLS = [("3.13", "constraints.txt"), ("3.12", f"apache-airflow=={LOWEST_AIRFLOW}")]
 
 
-@pytest.fixture(scope="module", params=["constraints.txt", f"apache-airflow=={LOWEST_AIRFLOW}"])
+def python_for(minor: str) -> str:
+    """An interpreter of Python ``minor`` on this machine: ``python<minor>`` on PATH, else
+    pyenv's (its shims are on PATH but answer only for the versions it has active)."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates = [shutil.which(f"python{minor}"), *sorted(map(str, root.glob(f"versions/{minor}.*/bin/python{minor}")))]
+    for c in filter(None, candidates):
+        if subprocess.run([c, "-c", "pass"], capture_output=True, timeout=60).returncode == 0:
+            return c
+    pytest.fail(f"no Python {minor} on this machine (python{minor} on PATH or under {root}/versions)")
+
+
+@pytest.fixture(scope="module", params=INSTALLS, ids=[f"py{p}-{pins}" for p, pins in INSTALLS])
 def installed(request, dist, tmp_path_factory) -> dict:
-    """kafka-dr from the wheel in a virtualenv of its own, with the lab's constraints or with
-    the lowest Airflow it declares (the rest resolved around it); every command runs from a
-    folder outside the checkout, with no checkout folder on any path."""
+    """kafka-dr from the wheel in a virtualenv of its own on another Python than the lab's, with
+    the lab's constraints or with the lowest Airflow it declares (the rest resolved around it);
+    every command runs from a folder outside the checkout, with no checkout folder on any path."""
+    minor, pinned = request.param
     home = tmp_path_factory.mktemp("installed")
     venv = home / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run([python_for(minor), "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     wheel = dist / f"kafka_dr-{_version()}-py3-none-any.whl"
-    if request.param == "constraints.txt":
+    if pinned == "constraints.txt":
         pins = ["-c", str(REPO / "constraints.txt")]
     else:
-        (home / "airflow.txt").write_text(request.param + "\n")
+        (home / "airflow.txt").write_text(pinned + "\n")
         pins = ["--override", str(home / "airflow.txt")]
     proc = subprocess.run(
         [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel), *pins],
@@ -133,9 +148,15 @@ def installed(request, dist, tmp_path_factory) -> dict:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{airflow_home / 'airflow.db'}",
     }
-    airflow = _run({"home": home, "env": env}, "python", "-c", "import airflow; print(airflow.__version__)")
-    if request.param != "constraints.txt":
-        assert airflow.strip() == LOWEST_AIRFLOW
+    versions = _run(
+        {"home": home, "env": env},
+        "python",
+        "-c",
+        "import sys, airflow; print(sys.version_info[:2], airflow.__version__)",
+    )
+    assert versions.split(")")[0] == f"({minor.replace('.', ', ')}", versions
+    if pinned != "constraints.txt":
+        assert versions.split()[-1] == LOWEST_AIRFLOW
     return {"venv": venv, "home": home, "env": env}
 
 
@@ -181,3 +202,19 @@ def test_airflow_lists_the_status_page_plugin_and_the_provider_from_the_installe
     assert {"package_name": "kafka-dr", "version": _version()}.items() <= next(
         p for p in providers if p["package_name"] == "kafka-dr"
     ).items(), providers
+
+
+def test_the_installed_package_runs_spark_jobs_and_packs_the_executors_environment_on_its_python(installed):
+    """PySpark's Python workers on this Python, and the executors' archive packed from it."""
+    job = (
+        "from pyspark.sql import SparkSession\n"
+        "s = SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false').getOrCreate()\n"
+        "print(s.sparkContext.parallelize(range(100), 2).map(lambda x: x * 2).sum())\n"
+        "s.stop()"
+    )
+    out = _run(installed, "python", "-c", job, timeout=300).strip().splitlines()[-1]
+    assert out == "9900", out
+    packed = _run(installed, "kafka-dr", "pack-executor-env", "--out", str(installed["home"] / "env.tar.gz"))
+    assert "confluent-kafka==" in packed and "pyarrow==" in packed
+    names = tarfile.open(installed["home"] / "env.tar.gz").getnames()
+    assert "kafka_dr/spark/source.py" in names and not [n for n in names if n.startswith("kafka_dr/_shipped/")]
