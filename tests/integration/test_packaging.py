@@ -176,7 +176,20 @@ def test_the_installed_package_finds_its_shipped_folders_inside_itself(installed
     assert not Path(where.strip()).is_relative_to(REPO)
 
 
-def test_a_one_line_dag_file_brings_every_dag_of_the_installed_package(installed):
+@pytest.mark.parametrize("source", ["file", "secrets backend", "database"])
+def test_a_one_line_dag_file_brings_every_dag_of_the_installed_package(installed, source):
+    """The config from a file, or from an Airflow Variable: through a secrets backend (Airflow's
+    environment-variable backend, ``AIRFLOW_VAR_<KEY>``) or from Airflow's database."""
+    env = dict(installed["env"])
+    text = (installed["home"] / "kafka-dr.yaml").read_text()
+    if source != "file":
+        env["KAFKA_DR_CONFIG"] = "airflow-variable:kafka_dr_config"
+    if source == "secrets backend":
+        env["AIRFLOW_VAR_KAFKA_DR_CONFIG"] = text
+    elif source == "database":
+        _run(installed, "airflow", "db", "migrate", timeout=600)
+        _run(installed, "airflow", "variables", "set", "kafka_dr_config", text)
+    installed = {**installed, "env": env}
     probe = (
         "import json, os\n"
         "try:\n    from airflow.dag_processing.dagbag import DagBag\n"
@@ -191,6 +204,9 @@ def test_a_one_line_dag_file_brings_every_dag_of_the_installed_package(installed
     expected = (repo_dags - {"dr_replication"}) | {"dr_replicate_east_to_west", "dr_replicate_west_to_east"}
     assert set(parsed["dags"]) == expected
     assert parsed["files"] == [str(installed["home"] / "dags" / "kafka_dr_dags.py")]
+    if source != "file":  # the jobs and tasks read the Variable's text from the file it was written to
+        written = list((Path(env["AIRFLOW_HOME"]) / "kafka-dr").glob("config-*.yaml"))
+        assert [p.read_text() for p in written] == [text]
 
 
 def test_airflow_lists_the_status_page_plugin_and_the_provider_from_the_installed_package(installed):
