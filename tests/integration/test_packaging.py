@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import UNREACHABLE
+from wheels import build, copy_checkout
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -32,22 +33,7 @@ def _tracked(folder: str) -> set[str]:
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    # built from a copy: setuptools writes its egg-info into the source tree (plugins/), where
-    # the Airflow of every other test would find kafka-dr's entry points twice
-    source = tmp_path_factory.mktemp("source") / "kafka-dr"
-    shutil.copytree(
-        REPO,
-        source,
-        symlinks=True,
-        ignore=shutil.ignore_patterns(".venv", ".lab*", ".git", "__pycache__", "*.egg-info", "build", "dist"),
-    )
-    proc = subprocess.run(
-        [str(BIN / "python"), "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    build(copy_checkout(tmp_path_factory.mktemp("source") / "kafka-dr"), out)
     return out
 
 

@@ -1,0 +1,80 @@
+"""Wheels of kafka-dr for the tests that install it: this checkout's, and a release's from the
+git history, each built the way a release is (``python -m build``) from a copy of its tree, and
+virtualenvs that hold one."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def copy_checkout(dest: Path) -> Path:
+    """This checkout's tree without the lab, the venv and build leftovers: setuptools writes its
+    egg-info into the source tree (plugins/), where every other test's Airflow would find
+    kafka-dr's entry points twice."""
+    shutil.copytree(
+        REPO,
+        dest,
+        symlinks=True,
+        ignore=shutil.ignore_patterns(".venv", ".lab*", ".git", "__pycache__", "*.egg-info", "build", "dist"),
+    )
+    return dest
+
+
+def release_commit(version: str) -> str:
+    """The last commit whose pyproject.toml says ``version = "<version>"`` (a release's tree
+    before the next version's first change)."""
+    line = f'version = "{version}"'
+    changed = subprocess.run(
+        ["git", "log", "-1", "--format=%H", f"-S{line}", "--", "pyproject.toml"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert changed, f"no commit in this clone's history sets {line} (a shallow clone?)"
+    for commit in (changed, f"{changed}^"):
+        text = subprocess.run(
+            ["git", "show", f"{commit}:pyproject.toml"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout
+        if line in text.splitlines():
+            return commit
+    raise AssertionError(f"{changed} neither sets nor removes {line}")
+
+
+def release_tree(version: str, dest: Path) -> Path:
+    """Release ``version``'s tree from the git history, unpacked in ``dest``."""
+    archive = subprocess.run(["git", "archive", release_commit(version)], cwd=REPO, capture_output=True, check=True)
+    dest.mkdir(parents=True)
+    tarfile.open(fileobj=io.BytesIO(archive.stdout)).extractall(dest, filter="data")
+    return dest
+
+
+def build(source: Path, out: Path, *kinds: str) -> None:
+    """``python -m build`` of ``source`` into ``out`` (``--wheel``, ``--sdist`` or both)."""
+    proc = subprocess.run(
+        [str(BIN / "python"), "-m", "build", "--no-isolation", *kinds, "--outdir", str(out), str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+def install(venv: Path, *requirements: str, timeout: float = 900) -> None:
+    """``uv pip install`` into ``venv`` with the lab's constraints (no pip needed in it)."""
+    proc = subprocess.run(
+        [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *requirements]
+        + ["-c", str(REPO / "constraints.txt")],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
