@@ -32,6 +32,11 @@ def release_commit(version: str) -> str:
     """The last commit whose pyproject.toml says ``version = "<version>"`` (a release's tree
     before the next version's first change)."""
     line = f'version = "{version}"'
+    shallow = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    if shallow.stdout.strip() == "true":  # a CI checkout of one commit: the releases are in its origin's history
+        subprocess.run(["git", "fetch", "--quiet", "--unshallow"], cwd=REPO, check=True, timeout=300)
     changed = subprocess.run(
         ["git", "log", "-1", "--format=%H", f"-S{line}", "--", "pyproject.toml"],
         cwd=REPO,
