@@ -229,10 +229,10 @@ def describe_row(row: Mapping[str, Any]) -> str:
     return str(dict(row))
 
 
-def failures_by_topic(failures: Iterable[CheckFailure]) -> dict[str, int]:
+def failures_by_topic(failures: Iterable[CheckFailure], checked: Iterable[str] = ()) -> dict[str, int]:
     """How many unexpected rows each topic has across the failed checks (rows without a topic
-    count under ``""``)."""
-    out: dict[str, int] = {}
+    count under ``""``); every ``checked`` topic is there, with 0 when nothing failed in it."""
+    out: dict[str, int] = dict.fromkeys(checked, 0)
     for f in failures:
         for row in f.rows:
             topic = str(row.get("topic") or "")
@@ -267,7 +267,8 @@ class DqResult:
     ts_ms: int = 0
     checked_partitions: int = 0
     figures: Mapping[str, Any] = field(default_factory=dict)
-    #: failed checks per source topic (a registry's or a config row's topic too)
+    #: failed checks per source topic (a registry's or a config row's topic too), 0 for each
+    #: compared topic that passed
     failed_by_topic: Mapping[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:

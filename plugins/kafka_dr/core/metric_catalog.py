@@ -92,7 +92,10 @@ DQ_SUCCESS = Metric(
 )
 DQ_TIMESTAMP = Metric("data_quality_last_run_timestamp_seconds", "gauge", (), "When the newest data-quality run ran")
 DQ_FAILED_CHECKS = Metric(
-    "data_quality_failed_checks", "gauge", ("topic",), "Checks the newest data-quality run failed, per topic"
+    "data_quality_failed_checks",
+    "gauge",
+    ("topic",),
+    "Checks the newest data-quality run failed, per topic (0: the topic was compared and passed)",
 )
 PARITY_READY = Metric(
     "parity_ready",

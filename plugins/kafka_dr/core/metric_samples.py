@@ -17,12 +17,13 @@ from kafka_dr.core.replication_lag import PartitionLag
 
 #: parity verdicts under which consumers can move (kafka_dr.core.parity)
 MOVABLE = ("ready", "degraded")
-#: the thresholds served as ``kafka_dr_threshold{name=...}`` for the alert rules
+#: the thresholds served as ``kafka_dr_threshold{name=...}`` for the alert rules and the dashboard
 THRESHOLDS = (
     "replication_lag_max_seconds",
     "replication_lag_max_records",
     "heartbeat_max_age_seconds",
     "group_sync_max_age_seconds",
+    "latency_p99_max_seconds",
 )
 
 

@@ -113,7 +113,8 @@ def run_data_quality(
         "seconds_validate": round(t_validate - t_compare, 3),
     }
     result = DqResult(
-        success, failure_lines(failures), docs, run_id, ts_ms, len(windows), figures, failures_by_topic(failures)
+        *(success, failure_lines(failures), docs, run_id, ts_ms, len(windows), figures),
+        failures_by_topic(failures, checked={w.topic for w in windows}),
     )
     log.info("%s", result.summary())
     if publish_results:

@@ -170,6 +170,13 @@ def test_failures_are_counted_per_topic():
         CheckFailure("schemas_equal", (), ({"topic": "_schemas"}, {"kind": "other"})),
     ]
     assert failures_by_topic(failures) == {"orders": 2, "_schemas": 1, "": 1}
+    # every compared topic has its figure, 0 when it passed: a per-topic verdict for each
+    assert failures_by_topic(failures, checked={"orders", "payments"}) == {
+        "orders": 2,
+        "payments": 0,
+        "_schemas": 1,
+        "": 1,
+    }
 
 
 def test_suite_files_name_every_check():
