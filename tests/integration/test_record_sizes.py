@@ -118,6 +118,8 @@ def test_with_a_dead_letter_topic_only_the_record_above_the_limit_is_set_aside(l
     finally:
         copier.close()
     assert (result.read, result.written, result.dead_lettered) == (10, 9, 1)
+    # the refusal is counted: the record once, the transactions it rolled back each
+    assert result.refused == 1 and result.aborted >= 1, (result.refused, result.aborted)
     check_replica(
         "west",
         read_topic(west, topic_name),
@@ -144,6 +146,7 @@ def test_records_that_each_fit_the_limit_are_all_copied(lab, tmp_path, topic_nam
     finally:
         copier.close()
     assert (result.written, result.dead_lettered, result.transactions) == (12, 0, 1)
+    assert (result.refused, result.aborted) == (0, 0)
     check_replica("west", read_topic(west, topic_name), read_sent(east, topic_name), source_topic=topic_name)
 
 

@@ -121,6 +121,18 @@ THRESHOLD = Metric(
 RECORDS_COPIED = Metric("records_copied", "counter", (*FLOW, "topic"), "Records the flow copied")
 BYTES_COPIED = Metric("bytes_copied", "counter", (*FLOW, "topic"), "Bytes (keys, values, headers) the flow copied")
 TRANSACTIONS = Metric("transactions_committed", "counter", FLOW, "Transactions the flow's copiers committed")
+TRANSACTIONS_ABORTED = Metric(
+    "transactions_aborted",
+    "counter",
+    FLOW,
+    "Transactions the flow's copiers rolled back and redid because the target refused a record in them",
+)
+REFUSED = Metric(
+    "records_refused",
+    "counter",
+    (*FLOW, "topic"),
+    "Records the target refused (then copied with a larger request, or dead-lettered)",
+)
 DEAD_LETTERED = Metric(
     "records_dead_lettered", "counter", (*FLOW, "topic"), "Records the target refused and the flow dead-lettered"
 )
@@ -166,6 +178,8 @@ ALL = (
     RECORDS_COPIED,
     BYTES_COPIED,
     TRANSACTIONS,
+    TRANSACTIONS_ABORTED,
+    REFUSED,
     DEAD_LETTERED,
     LOST_TO_RETENTION,
     JOB_RESTARTS,

@@ -1,8 +1,8 @@
 """Counters and the latency histogram, added up from the rows replication jobs publish (pure).
 
 Each row is one partition range of one micro-batch (:mod:`kafka_dr.spark.metrics_sink`):
-its ``written``, ``bytes``, ``transactions``, ``dead_lettered`` and ``lost_to_retention``
-add to the flow's counters; its ``latency_p50_ms`` is one observation of the end-to-end
+its ``written``, ``bytes``, ``transactions``, ``aborted``, ``refused``, ``dead_lettered`` and
+``lost_to_retention`` add to the flow's counters; its ``latency_p50_ms`` is one observation of the end-to-end
 latency (when it copied something); ``restarts`` is the job's own running count, so its
 increases are counted, and a smaller figure means a new job (counted from zero).
 """
@@ -19,8 +19,12 @@ ROW_COUNTS = (
     ("written", "records_copied"),
     ("bytes", "bytes_copied"),
     ("dead_lettered", "records_dead_lettered"),
+    ("refused", "records_refused"),
     ("lost_to_retention", "records_lost_to_retention"),
 )
+
+#: (metric field in the row, counter key) of the counters per flow
+FLOW_COUNTS = (("transactions", "transactions_committed"), ("aborted", "transactions_aborted"))
 
 
 @dataclass
@@ -61,9 +65,10 @@ class Counters:
                 if isinstance(r.get(column), int | float) and r[column] > 0:
                     key = (name, flow, topic)
                     self.by_topic[key] = self.by_topic.get(key, 0) + r[column]
-            if isinstance(r.get("transactions"), int) and r["transactions"] > 0:
-                key = ("transactions_committed", flow)
-                self.by_flow[key] = self.by_flow.get(key, 0) + r["transactions"]
+            for column, name in FLOW_COUNTS:
+                if isinstance(r.get(column), int) and r[column] > 0:
+                    key = (name, flow)
+                    self.by_flow[key] = self.by_flow.get(key, 0) + r[column]
             self._restarts(flow, r.get("restarts"))
             if (r.get("written") or 0) > 0 and isinstance(r.get("latency_p50_ms"), int | float):
                 self.latency.setdefault(flow, Histogram()).observe(r["latency_p50_ms"] / 1000)

@@ -101,9 +101,11 @@ class ChunkLoop:
                 continue
             refused = self._commit(producer, chunk, next_offset, failures)
             if refused is not None:
+                result.aborted += 1
                 self.source.seek(TopicPartition(spec.topic, spec.partition, chunk.first_offset))
                 reached, next_offset, done = next_offset, chunk.first_offset, False
                 if size_refusal(refused) and resized < RESIZES and producers.resized(spec):
+                    result.refused += 1
                     resized += 1
                     producer, failures = producers.get(spec), producers.reports(spec).failures
                     continue
@@ -112,6 +114,7 @@ class ChunkLoop:
                     precise = True
                     continue
                 self.dead[offset] = self._dead_letter_reason(producer, chunk, offset, reached)
+                result.refused += 1
                 continue
             precise, resized = seed_map, 0
             for k, v in counts.items():

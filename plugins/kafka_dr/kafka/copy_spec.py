@@ -10,6 +10,18 @@ from kafka_dr.core.loop import Transform
 
 #: the end of an open range: copy what arrives until told to stop (continuous flows' streaming tasks)
 OPEN = 2**62
+#: a range's counters, each what its copy did: added up across a task's copies and a stream's rows
+COUNTED = (
+    "read",
+    "written",
+    "filtered",
+    "bytes",
+    "lost_to_retention",
+    "transactions",
+    "dead_lettered",
+    "aborted",
+    "refused",
+)
 
 #: ``on_commit(result, next_offset, new latency samples)``: see :meth:`~kafka_dr.kafka.copier.RangeCopier.copy`
 OnCommit = Callable[["RangeResult", int, list], None]
@@ -63,6 +75,10 @@ class RangeResult:
     transactions: int = 0
     seconds: float = 0.0
     dead_lettered: int = 0
+    #: transactions rolled back and redone because the target refused a record in them
+    aborted: int = 0
+    #: records the target refused (each refusal a larger request or a dead letter answered)
+    refused: int = 0
     #: source records beyond this range when it finished (high watermark - end): how far behind
     lag: int = 0
     #: the source offsets of the newest loss counted in ``lost_to_retention`` (inclusive), or None

@@ -31,7 +31,7 @@ from kafka_dr.kafka import permissions
 from kafka_dr.kafka.clients import SecretResolver, client_config
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_errors import PRODUCER_LOST, TARGET_UNAVAILABLE, ProducerLost, producer_lost, target_missing
-from kafka_dr.kafka.copy_spec import OnCommit, RangeResult, RangeSpec
+from kafka_dr.kafka.copy_spec import COUNTED, OnCommit, RangeResult, RangeSpec
 from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning, read_wait
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import read_progress
@@ -499,7 +499,7 @@ class TaskCopier:
             end = max(p.next, p.position + 1) if key == h.reset else p.next
             r = self.helper.copy(RangeSpec(p.spec.topic, p.spec.partition, p.position, end, p.spec.target_topic))
             res = p.result
-            for name in ("read", "written", "filtered", "bytes", "lost_to_retention", "transactions", "dead_lettered"):
+            for name in COUNTED:
                 setattr(res, name, getattr(res, name) + getattr(r, name))
             if r.lost_first is not None:
                 res.lost_first, res.lost_last = r.lost_first, r.lost_last

@@ -32,7 +32,7 @@ SCHEMA = (
     "flow string, topic string, partition int, target_topic string, planned_start long, start long, end long, "
     "read long, written long, filtered long, bytes long, lost_to_retention long, "
     "latency_p50_ms double, latency_p99_ms double, transactions int, seconds double, "
-    "dead_lettered long, lag long, lost_first long, lost_last long"
+    "dead_lettered long, lag long, lost_first long, lost_last long, aborted long, refused long"
 )
 FIELDS = [f.strip().split(" ")[0] for f in SCHEMA.split(",")]
 

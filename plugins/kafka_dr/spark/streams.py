@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_errors import producer_lost
-from kafka_dr.kafka.copy_spec import OPEN, RangeResult, RangeSpec
+from kafka_dr.kafka.copy_spec import COUNTED, OPEN, RangeResult, RangeSpec
 from kafka_dr.kafka.task_copier import TaskCopier
 from kafka_dr.kafka.transactions import CALL_GRACE_SECONDS
 
@@ -58,7 +58,7 @@ FROZEN_DUMP_SECONDS = 60.0
 LAG_EVERY_SECONDS = 1.0
 
 #: the counters a row reports as "since the previous row"
-COUNTERS = ("read", "written", "filtered", "bytes", "lost_to_retention", "transactions", "dead_lettered")
+COUNTERS = COUNTED
 
 #: this Python worker's threads, by (copier key..., topic, partition)
 _streams: dict[tuple, _Stream] = {}

@@ -101,18 +101,23 @@ def row(**kw) -> dict:
 
 def test_counters_add_up_the_jobs_rows_and_count_restarts_across_jobs():
     c = Counters()
-    c.add([row(restarts=0, at_ms=5_000, latency_p50_ms=40.0), row(restarts=0, dead_lettered=1)], {"east_to_west"})
+    refused = row(restarts=0, dead_lettered=1, aborted=2, refused=2)
+    c.add([row(restarts=0, at_ms=5_000, latency_p50_ms=40.0), refused], {"east_to_west"})
     c.add([row(restarts=2), row(restarts=1), row(flow="other", restarts=9)], {"east_to_west"})
     assert c.by_topic[("records_copied", "east_to_west", "orders")] == 40  # four rows of the flow
     assert c.by_topic[("bytes_copied", "east_to_west", "orders")] == 2000
     assert c.by_topic[("records_dead_lettered", "east_to_west", "orders")] == 1
     assert c.by_flow[("transactions_committed", "east_to_west")] == 8
+    assert c.by_flow[("transactions_aborted", "east_to_west")] == 2
+    assert c.by_topic[("records_refused", "east_to_west", "orders")] == 2
     assert c.by_flow[("job_restarts", "east_to_west")] == 3  # 0 -> 2, then a new job that restarted once
     assert c.last_batch_ms == {"east_to_west": 5_000}
     assert c.latency["east_to_west"].cumulative()[1] == ("0.1", 1)  # 40 ms: in the 0.05..0.1 bucket
     got = by_name(samples(CFG, reading(), c))
     assert got["kafka_dr_records_copied_total"] == {(*E2W, "orders"): 40.0}
     assert got["kafka_dr_job_restarts_total"] == {E2W: 3.0}
+    assert got["kafka_dr_transactions_aborted_total"] == {E2W: 2.0}
+    assert got["kafka_dr_records_refused_total"] == {(*E2W, "orders"): 2.0}
 
 
 def test_histogram_buckets_are_cumulative_with_inf_last():
