@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import statistics
 
-#: every system the bench knows, ours first (the ratios are ours / each other one)
-SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe", "rawpipe1")
+#: every system the bench knows, ours first (the ratios are ours / each other one); ours_scraped
+#: (ours with its exporter read and scraped every second) only when asked for
+SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe", "rawpipe1", "ours_scraped")
 BACKLOG_METRICS = (
     "records_per_s",
     "mb_per_s",
@@ -232,7 +233,7 @@ def table(flat: dict) -> str:
         "",
     ]
     head = (
-        f"{'system':<9}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'us/rec':>8}{'copy s':>8}"
+        f"{'system':<13}{'guarantee':<46}{'size B':>7}{'records/s':>12}{'MB/s':>8}{'us/rec':>8}{'copy s':>8}"
         f"{'first s':>8}{'done s':>8}{'copied':>11}{'all':>5}{'RSS MB':>8}  records/s by round"
     )
     backlog_rounds = flat.get("backlog_rounds", 1)
@@ -249,7 +250,7 @@ def table(flat: dict) -> str:
             k = f"{s}_s{size}_"
             by_round = " / ".join(_f(v) for v in flat.get(k + "records_per_s_by_round") or [])
             lines.append(
-                f"{s:<9}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}"
+                f"{s:<13}{flat[f'{s}_guarantee']:<46}{size:>7}{_f(flat.get(k + 'records_per_s')):>12}"
                 f"{_f(flat.get(k + 'mb_per_s'), 1):>8}{_f(flat.get(k + 'cpu_us_per_record'), 1):>8}"
                 f"{_f(flat.get(k + 'copy_seconds'), 1):>8}{_f(flat.get(k + 'startup_seconds'), 1):>8}"
                 f"{_f(flat.get(k + 'launch_to_done_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
@@ -258,7 +259,7 @@ def table(flat: dict) -> str:
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
     if cpu_rows:
         head = (
-            f"{'system':<9}{'size B':>7}{'busy':>7}{'own':>7}{'brokers':>8}{'steal':>7}{'idle':>7}{'us/record':>11}"
+            f"{'system':<13}{'size B':>7}{'busy':>7}{'own':>7}{'brokers':>8}{'steal':>7}{'idle':>7}{'us/record':>11}"
             f"{'brokers us/rec':>16}  us/record by round"
         )
         lines += [
@@ -271,7 +272,7 @@ def table(flat: dict) -> str:
         for size, s in cpu_rows:
             k = f"{s}_s{size}_cpu_"
             lines.append(
-                f"{s:<9}{size:>7}{_f(flat.get(k + 'busy_cores'), 2):>7}{_f(flat.get(k + 'own_cores'), 2):>7}"
+                f"{s:<13}{size:>7}{_f(flat.get(k + 'busy_cores'), 2):>7}{_f(flat.get(k + 'own_cores'), 2):>7}"
                 f"{_f(flat.get(k + 'broker_cores'), 2):>8}"
                 f"{_f(flat.get(k + 'steal_cores'), 2):>7}{_f(flat.get(k + 'idle_cores'), 2):>7}"
                 f"{_f(flat.get(k + 'us_per_record'), 1):>11}{_f(flat.get(k + 'broker_us_per_record'), 1):>16}"
@@ -282,7 +283,7 @@ def table(flat: dict) -> str:
         lines += ["", "Start-up (seconds from the launch to each step, mean over the rounds)"]
         for size, s in steps:
             timeline = flat[f"{s}_s{size}_startup_timeline"]
-            lines.append(f"  {s:<9}{size:>5} B: " + ", ".join(f"{m} {v:g}" for m, v in timeline.items()))
+            lines.append(f"  {s:<13}{size:>5} B: " + ", ".join(f"{m} {v:g}" for m, v in timeline.items()))
     if "ours_nothing_new_seconds" in flat:
         lines += [
             "",
@@ -291,7 +292,7 @@ def table(flat: dict) -> str:
             f"stopped: {flat.get('ours_nothing_new_stopped_by')}",
         ]
     head = (
-        f"{'system':<9}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
+        f"{'system':<13}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
     )
     lines += ["", "End-to-end latency (steady load below saturation, 100 B)", head, "-" * len(head)]
     for rate in rates:
@@ -301,7 +302,7 @@ def table(flat: dict) -> str:
                 continue
             by_round = " / ".join(_f(v) for v in flat.get(k + "p99_ms_by_round") or [])
             lines.append(
-                f"{s:<9}{rate:>8,}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}"
+                f"{s:<13}{rate:>8,}{_f(flat.get(k + 'p50_ms')):>9}{_f(flat.get(k + 'p99_ms')):>9}"
                 f"{_f(flat.get(k + 'samples')):>10}{_f(flat.get(k + 'sent')):>10}{_f(flat.get(k + 'peak_rss_mb')):>8}"
                 f"  {by_round}"
             )

@@ -68,6 +68,7 @@ from kafka_dr.bench.report import (
     megabytes,
     round_schedule,
 )
+from kafka_dr.bench.scraped import OursScraped
 from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, RawPipeOneProcess, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
@@ -145,6 +146,7 @@ def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
         "mm2eos": lambda: Mm2ExactlyOnce(cfg, workdir),
         "rawpipe": lambda: RawPipe(cfg, workdir),
         "rawpipe1": lambda: RawPipeOneProcess(cfg, workdir),
+        "ours_scraped": lambda: OursScraped(cfg, workdir, config_path),
     }
     return [makers[n]() for n in names]
 
