@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 
 from kafka_dr.core.config import DrConfig, FlowConfig, LoopPolicy
+from kafka_dr.core.formats import readable, stamped
 from kafka_dr.core.loop import router_for
 
 #: operations an ALLOW binding keeps on a read-only target topic
@@ -208,14 +209,16 @@ def plan_acls(
 
 def encode_owned(flow: str, acls: Iterable[Acl]) -> bytes:
     """The record of what a flow created on its target (key: the flow's name)."""
-    return json.dumps({"kind": "acl-owned", "flow": flow, "acls": [a.to_dict() for a in sorted(acls)]}).encode()
+    return json.dumps(
+        stamped({"kind": "acl-owned", "flow": flow, "acls": [a.to_dict() for a in sorted(acls)]})
+    ).encode()
 
 
 def decode_owned(value: bytes | None) -> tuple[str, set[Acl]] | None:
     """``(flow, bindings)``, or ``None`` for a record this version cannot read."""
     try:
         d = json.loads(value or b"")
-        if d.get("kind") == "acl-owned":
+        if d.get("kind") == "acl-owned" and readable(d, "an ACL sync's ownership record"):
             return str(d["flow"]), {Acl.from_dict(a) for a in d["acls"]}
     except (ValueError, KeyError, TypeError, AttributeError):
         pass

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from kafka_dr.core.dq import PartitionWindow
+from kafka_dr.core.formats import readable, stamped
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class Watermark:
         return mark_key(self.flow, self.topic, self.partition)
 
     def encode(self) -> bytes:
-        return json.dumps({"kind": "watermark", **asdict(self)}, separators=(",", ":")).encode()
+        return json.dumps(stamped({"kind": "watermark", **asdict(self)}), separators=(",", ":")).encode()
 
 
 def mark_key(flow: str, topic: str, partition: int) -> bytes:
@@ -63,7 +64,7 @@ def decode(value: bytes | None) -> Watermark | None:
     window is then compared in full)."""
     try:
         d = json.loads(value or b"")
-        if d.get("kind") == "watermark":
+        if d.get("kind") == "watermark" and readable(d, "a data-quality watermark"):
             fields = Watermark.__dataclass_fields__
             return Watermark(**{k: d[k] for k in fields if k in d})
     except (ValueError, TypeError, KeyError, AttributeError):

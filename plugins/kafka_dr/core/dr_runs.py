@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 
+from kafka_dr.core.formats import readable, stamped
+
 KINDS = ("failover", "failback")
 
 
@@ -40,14 +42,14 @@ def run_record(
 
 
 def encode(record: Mapping) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+    return json.dumps(stamped(record), sort_keys=True, separators=(",", ":")).encode()
 
 
 def newest_by_kind(records: Iterable[Mapping]) -> dict[str, Mapping]:
     """The newest record of each kind (by ``finished_ms``); malformed ones are left out."""
     out: dict[str, Mapping] = {}
     for r in records:
-        kind, at = r.get("kind"), r.get("finished_ms")
+        kind, at = readable(r, "a failover or failback record").get("kind"), r.get("finished_ms")
         if kind in KINDS and isinstance(at, int) and at >= out.get(kind, {}).get("finished_ms", -1):
             out[kind] = r
     return out

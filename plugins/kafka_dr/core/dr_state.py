@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
+from kafka_dr.core.formats import readable, stamped
+
 
 @dataclass(frozen=True)
 class DrState:
@@ -23,13 +25,15 @@ class DrState:
 
     def encode(self) -> bytes:
         return json.dumps(
-            {
-                "version": self.version,
-                "active_cluster": self.active_cluster,
-                "schema_primary": self.schema_primary,
-                "failed_clusters": list(self.failed_clusters),
-                "last_event": self.last_event,
-            },
+            stamped(
+                {
+                    "version": self.version,
+                    "active_cluster": self.active_cluster,
+                    "schema_primary": self.schema_primary,
+                    "failed_clusters": list(self.failed_clusters),
+                    "last_event": self.last_event,
+                }
+            ),
             sort_keys=True,
             separators=(",", ":"),
         ).encode()
@@ -37,7 +41,7 @@ class DrState:
     @classmethod
     def decode(cls, raw: bytes | None) -> DrState | None:
         try:
-            d = json.loads(raw or b"")
+            d = readable(json.loads(raw or b""), "the DR state")
             return cls(
                 int(d["version"]),
                 d.get("active_cluster"),

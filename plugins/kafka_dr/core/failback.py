@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass, replace
 
 from kafka_dr.core.config import FlowConfig, LoopPolicy, ProvenanceRule, TopicSelection
+from kafka_dr.core.formats import readable, stamped
 from kafka_dr.core.loop import Transform
 from kafka_dr.core.provenance import Headers, Provenance, origin_and_topic, strip_product_headers
 
@@ -126,14 +127,15 @@ def seed_map_key(topic: str, partition: int, source_start: int) -> bytes:
 
 def seed_map_value(run: SeedRun) -> bytes:
     return json.dumps(
-        {"source_start": run.source_start, "target_start": run.target_start, "count": run.count}, separators=(",", ":")
+        stamped({"source_start": run.source_start, "target_start": run.target_start, "count": run.count}),
+        separators=(",", ":"),
     ).encode()
 
 
 def decode_seed_map(key: bytes | None, value: bytes | None) -> tuple[str, int, SeedRun] | None:
     try:
         topic, partition, _ = json.loads(key or b"")
-        v = json.loads(value or b"")
+        v = readable(json.loads(value or b""), "a failback's seed map")
         return str(topic), int(partition), SeedRun(int(v["source_start"]), int(v["target_start"]), int(v["count"]))
     except (ValueError, KeyError, TypeError):
         return None

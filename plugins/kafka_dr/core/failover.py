@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from kafka_dr.core.formats import readable, stamped
+
 EXACT = "exact"
 APPROXIMATE = "approximate"
 
@@ -54,7 +56,7 @@ def tail_key(flow: str, topic: str, partition: int) -> bytes:
 
 
 def tail_value(tail: SourceTail) -> bytes:
-    return json.dumps(tail.__dict__, separators=(",", ":")).encode()
+    return json.dumps(stamped(tail.__dict__), separators=(",", ":")).encode()
 
 
 def latest_tails(records: list[tuple[bytes | None, bytes | None]], flow: str) -> dict[tuple[str, int], SourceTail]:
@@ -66,7 +68,7 @@ def latest_tails(records: list[tuple[bytes | None, bytes | None]], flow: str) ->
             name, topic, partition = k["tail"]
             if name != flow:
                 continue
-            v = json.loads(value or b"")
+            v = readable(json.loads(value or b""), "a source tail")
             out[(str(topic), int(partition))] = SourceTail(
                 int(v["copied_up_to"]), int(v["end"]), int(v["records"]), int(v.get("ts", 0))
             )

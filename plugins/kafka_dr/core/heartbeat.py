@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from kafka_dr.core.formats import readable, stamped
+
 
 @dataclass(frozen=True)
 class Heartbeat:
@@ -18,12 +20,14 @@ class Heartbeat:
     emitted_ms: int
 
     def encode(self) -> bytes:
-        return json.dumps({"cluster": self.cluster, "emitted_ms": self.emitted_ms}, separators=(",", ":")).encode()
+        return json.dumps(
+            stamped({"cluster": self.cluster, "emitted_ms": self.emitted_ms}), separators=(",", ":")
+        ).encode()
 
     @classmethod
     def decode(cls, raw: bytes | None) -> Heartbeat | None:
         try:
-            d = json.loads(raw or b"")
+            d = readable(json.loads(raw or b""), "a heartbeat")
             return cls(str(d["cluster"]), int(d["emitted_ms"]))
         except (ValueError, KeyError, TypeError):
             return None

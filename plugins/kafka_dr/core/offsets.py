@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from kafka_dr.core.formats import readable, stamped
+
 EXACT = "exact"
 APPROXIMATE = "approximate"
 UNTRANSLATABLE = "untranslatable"
@@ -346,7 +348,7 @@ def sync_commit_metadata(flow: str, source_offset: int) -> str:
     """Commit metadata of an offset the sync wrote on a target: says who wrote it and from what."""
     import json
 
-    return json.dumps({SYNC_MARK: flow, "src": source_offset}, separators=(",", ":"))
+    return json.dumps(stamped({SYNC_MARK: flow, "src": source_offset}), separators=(",", ":"))
 
 
 def is_sync_commit(metadata: str | None) -> bool:
@@ -360,7 +362,7 @@ def is_sync_commit(metadata: str | None) -> bool:
         d = json.loads(metadata or "")
     except ValueError:
         return False
-    return isinstance(d, dict) and SYNC_MARK in d
+    return isinstance(d, dict) and SYNC_MARK in readable(d, "an offset the sync committed")
 
 
 def sync_key(flow: str, group: str, topic: str, partition: int) -> bytes:
@@ -395,14 +397,16 @@ def sync_value(translation: Translation, committed: bool, ts_ms: int) -> bytes:
         if getattr(translation, k) is not None
     }
     return json.dumps(
-        {
-            "source_offset": translation.source_offset,
-            "target_offset": translation.target_offset,
-            "status": translation.status,
-            "committed": committed,
-            "ts": ts_ms,
-            **extra,
-        },
+        stamped(
+            {
+                "source_offset": translation.source_offset,
+                "target_offset": translation.target_offset,
+                "status": translation.status,
+                "committed": committed,
+                "ts": ts_ms,
+                **extra,
+            }
+        ),
         separators=(",", ":"),
     ).encode()
 
@@ -460,7 +464,7 @@ def synced_positions_by_group(
             positions.pop(tp, None)
             continue
         try:
-            v = json.loads(value)
+            v = readable(json.loads(value), "an offset-sync record")
             positions[tp] = SyncedPosition(
                 int(v["source_offset"]), opt(v, "effective_offset"), opt(v, "local_read_below"), opt(v, "ts")
             )

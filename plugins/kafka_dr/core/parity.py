@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
 from kafka_dr.core.acl_sync import AclPlan
+from kafka_dr.core.formats import readable, stamped
 from kafka_dr.core.quota_sync import QuotaPlan, describe_entity
 from kafka_dr.core.topic_sync import FlowSyncPlan
 
@@ -134,14 +135,14 @@ def build(source: str, target: str, diffs: Iterable[Difference], checked: Iterab
 
 
 def encode(report: dict) -> bytes:
-    return json.dumps({"kind": "parity", **report}).encode()
+    return json.dumps(stamped({"kind": "parity", **report})).encode()
 
 
 def decode(value: bytes | None) -> dict | None:
     try:
         d = json.loads(value or b"")
         if d.get("kind") == "parity" and d.get("verdict") in (READY, DEGRADED, NOT_READY):
-            return {k: v for k, v in d.items() if k != "kind"}
+            return {k: v for k, v in readable(d, "a parity report").items() if k not in ("kind", "fmt")}
     except (ValueError, AttributeError):
         pass
     return None

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import json
 
+from kafka_dr.core.formats import readable, stamped
+
 
 def encode_metadata(source_topic: str, updated_ms: int) -> str:
-    return json.dumps({"src": source_topic, "ts": updated_ms}, separators=(",", ":"))
+    return json.dumps(stamped({"src": source_topic, "ts": updated_ms}), separators=(",", ":"))
 
 
 def decode_metadata(raw: str | None) -> dict:
@@ -28,7 +30,7 @@ def decode_metadata(raw: str | None) -> dict:
         d = json.loads(raw or "")
     except ValueError:
         return {}
-    return d if isinstance(d, dict) else {}
+    return dict(readable(d, "a flow's committed progress")) if isinstance(d, dict) else {}
 
 
 def resume_offset(committed: int | None, planned_start: int, log_start: int, allow_reset: bool) -> int:

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.dq import PartitionWindow, config_differences, is_compacted, window_bounds
+from kafka_dr.core.formats import stamped
 from kafka_dr.core.loop import router_for
 from kafka_dr.core.topic_sync import plan_flow
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config, producer
@@ -212,7 +213,7 @@ def publish(cfg: DrConfig, record: dict, resolve: SecretResolver | None = None) 
     returns the clusters written to. An unreachable cluster is logged, not raised: the
     summary must reach the survivors."""
     topic = cfg.names.dq_results_topic
-    value = json.dumps(record, separators=(",", ":")).encode()
+    value = json.dumps(stamped(record), separators=(",", ":")).encode()
     done = []
     for name, cluster in cfg.clusters.items():
         try:

@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.dr_state import DrState, newest
+from kafka_dr.core.formats import readable
 from kafka_dr.core.heartbeat import FlowLatency
 from kafka_dr.core.status import ClusterHealth
 from kafka_dr.kafka import clients
@@ -73,7 +74,7 @@ def read_json_tail(
                 except ValueError:
                     value = None
                 if isinstance(value, dict):
-                    out.append((msg.timestamp()[1], value))
+                    out.append((msg.timestamp()[1], dict(readable(value, f"{cluster}/{topic}"))))
                 if msg.offset() + 1 >= high:
                     break
             c.unassign()

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from kafka_dr.core.config import DrConfig, FlowConfig
+from kafka_dr.core.formats import stamped
 
 log = logging.getLogger("kafka_dr.replicate")
 
@@ -90,7 +91,7 @@ class MetricsSink:
             log.info("timeline: first batch")
 
     def _publish(self, row: dict) -> None:
-        line = json.dumps(row, separators=(",", ":"))
+        line = json.dumps(stamped(row), separators=(",", ":"))
         log.info("kafka_dr.metrics %s", line)
         self.producer.produce(self.topic, key=self.flow.name.encode(), value=line.encode())
 

@@ -54,11 +54,11 @@ def test_first_run(allow_reset):
 
 
 def test_metadata_encoding_is_compact_json():
-    assert encode_metadata("orders", 1_700_000_000_000) == '{"src":"orders","ts":1700000000000}'
+    assert encode_metadata("orders", 1_700_000_000_000) == '{"src":"orders","ts":1700000000000,"fmt":1}'
 
 
 def test_metadata_round_trip():
-    assert decode_metadata(encode_metadata("east.orders", 5)) == {"src": "east.orders", "ts": 5}
+    assert decode_metadata(encode_metadata("east.orders", 5)) == {"src": "east.orders", "ts": 5, "fmt": 1}
 
 
 @pytest.mark.parametrize("raw", [None, "", "garbage", "{", '"a string"', "[1, 2]", "42", "null", "true"])
