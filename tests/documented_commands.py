@@ -86,6 +86,7 @@ COMMANDS: dict[str, Check] = {
     "make demo": Check(RUN, r"^Stop it with: \.venv/bin/kafka-dr lab down"),
     "make test": Check(SUITE),
     "make check": Check(RUN, r"^\d+ passed in [\d.]+s"),
+    "make dist": Check(RUN, r"^rm -rf plugins/kafka_dr\.egg-info$"),
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental": Check(
         RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: (completed|nothing new)$"
     ),
@@ -168,6 +169,10 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr bench": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --backlog-rounds 1 --latency-rounds 1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --quick": Check(PARSED, covered_by=BENCH),
+    (
+        ".venv/bin/kafka-dr bench --records 1000000 --systems ours,ours_scraped --backlog-rounds 3 --latency-rates"
+        " 5000 --latency-seconds 30 --latency-warmup 10 --warmup-records 200000"
+    ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2eos,rawpipe,rawpipe1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
     (

@@ -150,6 +150,29 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
         assert not left, (cluster.name, left)
 
 
+def test_ours_beside_itself_with_its_exporter_scraped_each_copying_a_backlog_of_its_own(lab, lab_config):
+    """``--systems ours,ours_scraped`` on the full run's path (one system after another): both
+    write into their source topic's name, so the second gets a twin backlog of the same records;
+    each copies all of its own, and the exporter beside ``ours_scraped`` was read and scraped."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "ours,ours_scraped"]
+        + ["--records", "20000", "--sizes", "100", "--latency-rates", "1000", "--latency-seconds", "2"]
+        + ["--latency-warmup", "1", "--latency-rounds", "1", "--backlog-rounds", "2", "--warmup-records", "0"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    for system in ("ours", "ours_scraped"):
+        assert figures[f"{system}_s100_complete"] is True and figures[f"{system}_s100_copied"] == 40000, system
+    twins = re.findall(r"\[bench\] (bench\.\w+\.s100(?:\.r1)?\.ours_scraped): 20,000 records", proc.stdout)
+    assert len(twins) == 2, proc.stdout[-3000:]
+    assert figures["ratio_ours_ours_scraped_s100_records_per_s"] > 0
+    logs = list((lab.root / "bench" / figures["run"] / "ours_scraped" / "exporter").glob("*.log"))
+    assert logs and any("kafka-dr exporter" in f.read_text(errors="replace") for f in logs), logs
+
+
 def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(lab, lab_config):
     """``--systems mm2eos`` (left out of ``--quick`` by default): MirrorMaker 2 runs with its
     exactly-once source support, the backlog's completion is read from its committed source

@@ -291,9 +291,8 @@ def table(flat: dict) -> str:
             f"{_f(flat['ours_nothing_new_seconds'], 2)} s, {_f(flat.get('ours_nothing_new_cpu_seconds'), 2)} CPU-s, "
             f"stopped: {flat.get('ours_nothing_new_stopped_by')}",
         ]
-    head = (
-        f"{'system':<13}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}  p99 ms by round"
-    )
+    head = f"{'system':<13}{'rate/s':>8}{'p50 ms':>9}{'p99 ms':>9}{'samples':>10}{'sent':>10}{'RSS MB':>8}"
+    head += "  p99 ms by round"
     lines += ["", "End-to-end latency (steady load below saturation, 100 B)", head, "-" * len(head)]
     for rate in rates:
         for s in systems:

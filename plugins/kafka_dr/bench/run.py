@@ -117,6 +117,18 @@ def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, ti
     )
 
 
+def source_topics(sys_objs: list[System], topic: str) -> dict[str, str]:
+    """The backlog topic each system copies: ``topic`` for all, except that a second system
+    writing into its source topic's own name (ours_scraped beside ours) gets a twin of its own,
+    ``<topic>.<system>``, produced with the same records."""
+    out, same_name = {}, 0
+    for s in sys_objs:
+        writes_in_place = s.target_topic(topic) == topic
+        out[s.name] = f"{topic}.{s.name}" if writes_in_place and same_name else topic
+        same_name += writes_in_place
+    return out
+
+
 def warm_systems(
     sys_objs: list[System], e_admin: AdminClient, topic: str, records: int, partitions: int, timeout: float, say=print
 ) -> None:
@@ -126,10 +138,13 @@ def warm_systems(
     Why: otherwise each system's first measured round pays alone for the brokers compiling its
     produce path and for its first launch reading the JVM and libraries from disk
     (docs/benchmarks.md, "Warmed brokers and systems")."""
-    _, ends = fresh_backlog(e_admin, sys_objs[0].source, topic, records, 100, partitions)
+    sources = source_topics(sys_objs, topic)
+    ends_of = {
+        t: fresh_backlog(e_admin, sys_objs[0].source, t, records, 100, partitions)[1] for t in set(sources.values())
+    }
     for s in sys_objs:
         try:
-            r = backlog_phase(s, topic, partitions, 100, ends, timeout)
+            r = backlog_phase(s, sources[s.name], partitions, 100, ends_of[sources[s.name]], timeout)
         except Exception as e:  # noqa: BLE001 - the measured round reports a failing system in full
             say(f"[bench] {s.name:<8} warm-up failed (not measured): {str(e).splitlines()[0]}")
             continue
@@ -486,10 +501,13 @@ def backlog_rounds_phase(
     done: dict[str, list[dict]] = {s.name: [] for s in sys_objs}
     failures: dict[str, dict] = {}
     for i, order in enumerate(round_schedule(sys_objs, rounds)):
-        t = topic if i == 0 else f"{topic}.r{i}"
-        secs, ends = fresh_backlog(e_admin, east, t, records, size, partitions)
-        say(f"[bench] {t}: {records:,} records of {size} B produced in {secs:.1f}s")
+        sources = source_topics(sys_objs, topic if i == 0 else f"{topic}.r{i}")
+        ends_of = {}
+        for t in sorted(set(sources.values())):
+            secs, ends_of[t] = fresh_backlog(e_admin, east, t, records, size, partitions)
+            say(f"[bench] {t}: {records:,} records of {size} B produced in {secs:.1f}s")
         for s in order:
+            t, ends = sources[s.name], ends_of[sources[s.name]]
             if s.name in failures:
                 continue
             synced = disk.write_back()
