@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test check test-ui browser postgres debian-packages airflow lab-up lab-down clean
+.PHONY: setup dist demo test check test-ui browser postgres debian-packages airflow lab-up lab-down clean
 
 setup: $(VENV)/.installed $(VENV)/.jars $(VENV)/.broker-archive $(VENV)/.spark-archive
 
@@ -36,6 +36,12 @@ $(VENV)/.broker-archive: $(VENV)/.jars
 $(VENV)/.spark-archive: $(VENV)/.installed
 	$(BIN)/python -m kafka_dr.spark.class_archive
 	touch $@
+
+# The wheel and sdist a deployment installs (docs/install.md). setuptools writes its metadata
+# into plugins/, where the lab's Airflow would find kafka-dr's entry points twice: removed.
+dist: $(VENV)/.installed
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	rm -rf plugins/kafka_dr.egg-info
 
 demo: setup
 	$(BIN)/kafka-dr demo

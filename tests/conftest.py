@@ -163,6 +163,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_gameday.py",
     "tests/integration/test_documented_commands.py",
     "tests/integration/test_faults.py",
+    "tests/e2e/test_installed_deployment.py",
     "tests/e2e/test_failback_drill.py",
     "tests/integration/test_crash_recovery.py",
     "tests/integration/test_data_quality.py",
@@ -283,8 +284,13 @@ def spark_cluster():
     beside the test lab, whose config it leaves alone: jobs go there with ``--master
     spark_cluster.running_master()``. Started on first use (about 10 s), stopped at the end."""
     from kafka_dr.lab.spark_cluster import SparkCluster, SparkLayout
+    from wheels import python_for
 
-    cluster = SparkCluster(TEST_LAB.with_name(TEST_LAB.name + "-spark"))
+    # the executors find a bare Python 3.12 by name (python3.12) for a deployment on 3.12 whose
+    # job ships its environment; every other job names its Python by its full path
+    bare = str(Path(python_for("3.12")).parent)
+    environ = {**os.environ, "PATH": f"{bare}:{os.environ['PATH']}"}
+    cluster = SparkCluster(TEST_LAB.with_name(TEST_LAB.name + "-spark"), environ)
     cluster.down(wipe=True)  # a crashed earlier session may have left daemons behind
     atexit.register(cluster.down)
     try:

@@ -5,6 +5,7 @@ virtualenvs that hold one."""
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -83,3 +84,14 @@ def install(venv: Path, *requirements: str, timeout: float = 900) -> None:
         timeout=timeout,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def python_for(minor: str) -> str:
+    """An interpreter of Python ``minor`` on this machine: ``python<minor>`` on PATH, else
+    pyenv's (its shims are on PATH but answer only for the versions it has active)."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates = [shutil.which(f"python{minor}"), *sorted(map(str, root.glob(f"versions/{minor}.*/bin/python{minor}")))]
+    for c in filter(None, candidates):
+        if subprocess.run([c, "-c", "pass"], capture_output=True, timeout=60).returncode == 0:
+            return c
+    raise AssertionError(f"no Python {minor} on this machine (python{minor} on PATH or under {root}/versions)")

@@ -39,6 +39,7 @@ ORDER = [
     ".venv/bin/python -m kafka_dr.lab.broker_archive",
     "make demo",
     "make check",
+    "make dist",
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental",
     "spark-submit spark_jobs/replicate.py --config kafka-dr.yaml --flow east_to_west --mode incremental",
     ".venv/bin/kafka-dr failover --from east --to west --dry-run --force",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import UNREACHABLE
-from wheels import build, copy_checkout
+from wheels import build, copy_checkout, python_for
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -83,17 +82,6 @@ LOWEST_AIRFLOW = "3.1.8"
 #: the Pythons pyproject.toml declares beyond the lab's 3.11 (which runs the rest of the suite):
 #: the highest with the lab's constraints, the other with the lowest Airflow
 INSTALLS = [("3.13", "constraints.txt"), ("3.12", f"apache-airflow=={LOWEST_AIRFLOW}")]
-
-
-def python_for(minor: str) -> str:
-    """An interpreter of Python ``minor`` on this machine: ``python<minor>`` on PATH, else
-    pyenv's (its shims are on PATH but answer only for the versions it has active)."""
-    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
-    candidates = [shutil.which(f"python{minor}"), *sorted(map(str, root.glob(f"versions/{minor}.*/bin/python{minor}")))]
-    for c in filter(None, candidates):
-        if subprocess.run([c, "-c", "pass"], capture_output=True, timeout=60).returncode == 0:
-            return c
-    pytest.fail(f"no Python {minor} on this machine (python{minor} on PATH or under {root}/versions)")
 
 
 @pytest.fixture(scope="module", params=INSTALLS, ids=[f"py{p}-{pins}" for p, pins in INSTALLS])

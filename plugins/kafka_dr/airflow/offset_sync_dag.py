@@ -38,8 +38,8 @@ def build_offset_sync_dag(cfg: DrConfig) -> DAG:
 
             @task(task_id=f"sync_{flow.name}", on_failure_callback=failure_callbacks(cfg.alerts))
             def sync_one(flow_name: str = flow.name) -> dict:
+                from airflow.providers.common.compat.sdk import AirflowSkipException
                 from airflow.sdk import get_current_context
-                from airflow.sdk.exceptions import AirflowSkipException
 
                 from kafka_dr.airflow.secret_resolver import airflow_resolver
                 from kafka_dr.workflows.offset_sync import sync_group_offsets

@@ -39,7 +39,7 @@ def preflight_or_fail(cfg: DrConfig, resolve=None) -> dict:
     """Run the pre-flight; raise ``AirflowFailException`` (no retry) listing every violation,
     else return an ok summary. Warnings (a flow that selects no topic) are logged and returned
     under ``warnings``; they fail nothing."""
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowFailException
 
     from kafka_dr.kafka.preflight import findings
 

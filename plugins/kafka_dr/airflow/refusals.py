@@ -26,7 +26,7 @@ def refusal_types() -> tuple[type[BaseException], ...]:
 def final_on_refusal() -> Iterator[None]:
     """Inside: a refusal fails the task without its retries (Airflow's AirflowFailException),
     with the refusal's own line as the task's error."""
-    from airflow.sdk.exceptions import AirflowFailException
+    from airflow.providers.common.compat.sdk import AirflowFailException
 
     try:
         yield

@@ -145,7 +145,7 @@ def nothing_new(cfg: DrConfig, flow: FlowConfig, resolve) -> bool:
 
 def skip_if_failed_over(cfg: DrConfig, flow: FlowConfig, resolve) -> None:
     """Skip the task while the flow's source or target is failed over (until ``dr_failback``)."""
-    from airflow.sdk.exceptions import AirflowSkipException
+    from airflow.providers.common.compat.sdk import AirflowSkipException
 
     from kafka_dr.kafka.state_store import read_state
 

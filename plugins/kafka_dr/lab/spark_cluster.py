@@ -185,8 +185,10 @@ class DaemonStatus:
 class SparkCluster:
     """The Spark standalone cluster whose files are in ``folder`` (see the module docstring)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, environ: dict[str, str] | None = None) -> None:
         self.folder = Path(folder).resolve()
+        #: the daemons' environment (default this process's): executors inherit it, PATH included
+        self.environ = environ
 
     @property
     def state_file(self) -> Path:
@@ -292,7 +294,7 @@ class SparkCluster:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
                 cwd=self.folder,
-                env=daemon_env(dict(os.environ), home),
+                env=daemon_env(dict(os.environ if self.environ is None else self.environ), home),
             )
         finally:
             log.close()
