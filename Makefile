@@ -15,9 +15,6 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check uv
 	$(BIN)/uv pip install -q --python $(BIN)/python -e ".[dev]" -c constraints.txt
-	@# the editable build leaves metadata in plugins/, which the editable install puts on sys.path:
-	@# Airflow would find kafka-dr's entry points twice (the status page "already registered")
-	rm -rf plugins/kafka_dr.egg-info
 	touch $@
 
 # Kafka broker + MirrorMaker 2 jars from Maven Central, cached in ~/.cache/kafka-dr.
@@ -37,11 +34,9 @@ $(VENV)/.spark-archive: $(VENV)/.installed
 	$(BIN)/python -m kafka_dr.spark.class_archive
 	touch $@
 
-# The wheel and sdist a deployment installs (docs/install.md). setuptools writes its metadata
-# into plugins/, where the lab's Airflow would find kafka-dr's entry points twice: removed.
+# The wheel and sdist a deployment installs (docs/install.md), with the build tools of the venv.
 dist: $(VENV)/.installed
 	$(BIN)/python -m build --no-isolation --outdir dist .
-	rm -rf plugins/kafka_dr.egg-info
 
 demo: setup
 	$(BIN)/kafka-dr demo

@@ -27,4 +27,7 @@ class BuildWithShippedFolders(build_py):
             )
 
 
-setup(cmdclass={"build_py": BuildWithShippedFolders})
+# setuptools writes its metadata beside the package by default (plugins/), which is on
+# sys.path in the lab: Airflow would find kafka-dr's entry points twice. build/ instead.
+Path("build").mkdir(exist_ok=True)  # relative, as egg_base is: where the build runs
+setup(cmdclass={"build_py": BuildWithShippedFolders}, options={"egg_info": {"egg_base": "build"}})

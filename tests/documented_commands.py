@@ -86,7 +86,7 @@ COMMANDS: dict[str, Check] = {
     "make demo": Check(RUN, r"^Stop it with: \.venv/bin/kafka-dr lab down"),
     "make test": Check(SUITE),
     "make check": Check(RUN, r"^\d+ passed in [\d.]+s"),
-    "make dist": Check(RUN, r"^rm -rf plugins/kafka_dr\.egg-info$"),
+    "make dist": Check(RUN, r"^Successfully built kafka_dr-[\d.]+\.tar\.gz and kafka_dr-[\d.]+-py3-none-any\.whl$"),
     ".venv/bin/kafka-dr replicate --config .lab/kafka-dr.yaml --flow east_to_west --mode incremental": Check(
         RUN, r"^east_to_west: copied \d+ record\(s\).*stopped: (completed|nothing new)$"
     ),

@@ -17,9 +17,8 @@ BIN = Path(sys.executable).parent
 
 
 def copy_checkout(dest: Path) -> Path:
-    """This checkout's tree without the lab, the venv and build leftovers: setuptools writes its
-    egg-info into the source tree (plugins/), where every other test's Airflow would find
-    kafka-dr's entry points twice."""
+    """This checkout's tree without the lab, the venv and build leftovers: a build writes into
+    its source tree (build/), and the suite's other tests read this checkout meanwhile."""
     shutil.copytree(
         REPO,
         dest,
