@@ -291,3 +291,23 @@ def test_zero_rounds_are_refused_before_anything_starts(tmp_path, flag):
     )
     assert proc.returncode != 0 and f"{flag} 0: must be at least 1" in proc.stderr
     assert not (tmp_path / "nolab").exists()
+
+
+def test_the_group_sync_measurement_syncs_every_groups_positions_and_reports_each_round(lab):
+    """``python -m kafka_dr.bench.group_sync``, small: every group's position on every partition
+    is synced in the first round and again after every group moved; an idle round syncs none."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "kafka_dr.bench.group_sync", "--dir", str(lab.root)]
+        + ["--groups", "12", "--partitions", "3", "--records", "100"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    figures = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert figures["positions"] == 36
+    for name in ("first", "moved"):
+        assert figures[f"{name}_groups"] == 12 and figures[f"{name}_committed"] == 36, figures
+        assert figures[f"{name}_seconds"] > 0 and figures[f"{name}_cpu_ms_per_position"] >= 0
+    assert figures["idle_positions"] == 0
+    assert "group-offset sync: 12 groups x 3 partitions = 36 positions" in proc.stdout

@@ -17,7 +17,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
@@ -29,11 +30,14 @@ from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.commit_log import CommitLog
 from kafka_dr.kafka.consumer_groups import commit_translations, group_state
 from kafka_dr.kafka.group_position import GroupPlacer
-from kafka_dr.kafka.offset_translation import Translator
+from kafka_dr.kafka.offset_translation import MOVE_PROBE_THREADS, Translator
 from kafka_dr.kafka.source_tails import record_source_tails
 from kafka_dr.kafka.topics import ensure_topic
 
 log = logging.getLogger(__name__)
+
+#: groups committed at once in a round (each commit waits on its own round trips)
+COMMIT_THREADS = 8
 
 
 class GroupSync:
@@ -49,7 +53,8 @@ class GroupSync:
         ensure_topic(self.t_admin, self.topic, 1, {"cleanup.policy": "compact"})
         self.producer = clients.producer(self.target, resolve)
         self._groups = core.configured_groups(cfg.consumer_groups.allow, cfg.consumer_groups.deny, cfg.internal_prefix)
-        self.tr = Translator(cfg, flow, resolve, source_available=True)
+        # a group's partitions searched at once, as a failover's move does (a few readers more)
+        self.tr = Translator(cfg, flow, resolve, source_available=True, probe_threads=MOVE_PROBE_THREADS)
         self.placer = GroupPlacer(cfg, flow, self.tr, resolve)
 
     def selects(self, group: str) -> bool:
@@ -63,8 +68,29 @@ class GroupSync:
     def group(self, group: str, offsets: dict[tuple[str, int], int]) -> list[dict]:
         """Translate and commit ``group``'s ``offsets`` ({(source topic, partition): offset});
         one report row per partition."""
+        return self._commit(group, self.placer.place(self.tr.translate(group, offsets)))
+
+    def groups(self, due: dict[str, dict[tuple[str, int], int]]) -> dict[str, list[dict]]:
+        """:meth:`group` for each group of ``due``. Groups at the same positions share one
+        translation (it depends on the positions and the clusters, not on the group): a
+        thousand groups caught up with the same topic cost one translation, not a thousand."""
+        shared: dict[frozenset, list] = {}
+        for group in sorted(due):
+            key = frozenset(due[group].items())
+            if key not in shared:
+                shared[key] = self.placer.place(self.tr.translate(group, due[group]))
+        # the commits wait on round trips (each group's own consumer, its state, its records):
+        # several at once; the translations above share readers, so they stay on this thread
+        with ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix=f"group-commit-{self.flow.name}") as pool:
+            done = {
+                g: pool.submit(self._commit, g, [replace(t, group=g) for t in shared[frozenset(due[g].items())]])
+                for g in sorted(due)
+            }
+            return {g: f.result() for g, f in done.items()}
+
+    def _commit(self, group: str, translations: list) -> list[dict]:
+        """Commit ``group``'s ``translations`` under the sync rules and record each one."""
         flow = self.flow
-        translations = self.placer.place(self.tr.translate(group, offsets))
         state = group_state(self.t_admin, group, flow.target)
         rows = commit_translations(
             self.target,
@@ -189,8 +215,7 @@ class ContinuousGroupSync:
         }
         due = {g: o for g, o in due.items() if o}
         report = RoundReport(groups=len(due))
-        for group in sorted(due):
-            rows = sync.group(group, due[group])
+        for group, rows in sync.groups(due).items():
             report.partitions += len(rows)
             report.committed += sum(1 for r in rows if r["committed"])
             for r in rows:
