@@ -169,6 +169,9 @@ COMMANDS: dict[str, Check] = {
     ".venv/bin/kafka-dr bench": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --backlog-rounds 1 --latency-rounds 1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --quick": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/python -m kafka_dr.bench.group_sync --groups 1000 --partitions 8 --records 2000": Check(
+        PARSED, covered_by=BENCH
+    ),
     (
         ".venv/bin/kafka-dr bench --records 1000000 --systems ours,ours_scraped --backlog-rounds 3 --latency-rates"
         " 5000 --latency-seconds 30 --latency-warmup 10 --warmup-records 200000"

@@ -149,12 +149,17 @@ def table(f: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kafka_dr.bench.group_sync", description=__doc__.split("\n\n")[0])
     p.add_argument("--dir", type=Path, default=Path(".lab"), help="lab folder (default .lab); started if not running")
     p.add_argument("--groups", type=int, default=1000)
     p.add_argument("--partitions", type=int, default=8)
     p.add_argument("--records", type=int, default=1000, help="records per partition")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = build_parser()
     a = p.parse_args(argv)
     for flag, v in (("--groups", a.groups), ("--partitions", a.partitions), ("--records", a.records)):
         if v < 1:

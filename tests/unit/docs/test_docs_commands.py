@@ -39,6 +39,13 @@ def test_long_running_commands_parse_and_validate(command):
         assert args.records > 0 and args.partitions > 0, command
         assert (REPO / COMMANDS[command].covered_by).exists()
         return
+    if argv[0].endswith("/python") and argv[2] == "kafka_dr.bench.group_sync":
+        from kafka_dr.bench.group_sync import build_parser as group_sync_parser
+
+        args = group_sync_parser().parse_args(argv[3:])
+        assert min(args.groups, args.partitions, args.records) > 0, command
+        assert (REPO / COMMANDS[command].covered_by).exists()
+        return
     if argv[0].endswith("/python"):  # python -m kafka_dr.bench ...
         argv = ["bench", *argv[3:]]
     else:
