@@ -74,17 +74,16 @@ class GroupSync:
         """:meth:`group` for each group of ``due``. Groups at the same positions share one
         translation (it depends on the positions and the clusters, not on the group): a
         thousand groups caught up with the same topic cost one translation, not a thousand."""
+        key_of = {g: frozenset(due[g].items()) for g in sorted(due)}
         shared: dict[frozenset, list] = {}
-        for group in sorted(due):
-            key = frozenset(due[group].items())
+        for group, key in key_of.items():
             if key not in shared:
                 shared[key] = self.placer.place(self.tr.translate(group, due[group]))
         # the commits wait on round trips (each group's own consumer, its state, its records):
         # several at once; the translations above share readers, so they stay on this thread
         with ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix=f"group-commit-{self.flow.name}") as pool:
             done = {
-                g: pool.submit(self._commit, g, [replace(t, group=g) for t in shared[frozenset(due[g].items())]])
-                for g in sorted(due)
+                g: pool.submit(self._commit, g, [replace(t, group=g) for t in shared[k]]) for g, k in key_of.items()
             }
             return {g: f.result() for g, f in done.items()}
 

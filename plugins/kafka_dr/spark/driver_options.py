@@ -30,9 +30,15 @@ def driver_java_options(master: str | None, conf: Mapping[str, str]) -> dict[str
     )
 
 
+def bin_first_path(path: str | None) -> str:
+    """``path`` with this interpreter's folder first (once: a PATH that starts with it is kept)."""
+    bin_dir = str(Path(sys.executable).parent)
+    path = path or "/usr/bin:/bin"
+    return path if path.split(":", 1)[0] == bin_dir else f"{bin_dir}:{path}"
+
+
 def spark_submit_env() -> dict[str, str]:
     """What a spark-submit child needs from this interpreter: Spark's Python workers must be it
     (it has the package installed), and ``spark-submit`` must be found beside it (the pyspark
     package next to it is its SPARK_HOME)."""
-    bin_dir = str(Path(sys.executable).parent)
-    return {"PYSPARK_PYTHON": sys.executable, "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    return {"PYSPARK_PYTHON": sys.executable, "PATH": bin_first_path(os.environ.get("PATH"))}

@@ -153,5 +153,6 @@ def with_driver_bin_first(environ: Mapping[str, str]) -> dict[str, str]:
     """``environ`` with this interpreter's folder first on PATH. The executors' Python is named
     by ``spark.executor_python`` and Spark runs the same name on the driver for its Python
     data sources' planning: there it must be this interpreter, which imports kafka-dr."""
-    bin_dir = str(Path(sys.executable).parent)
-    return {**environ, "PATH": f"{bin_dir}:{environ.get('PATH', '/usr/bin:/bin')}"}
+    from kafka_dr.spark.driver_options import bin_first_path
+
+    return {**environ, "PATH": bin_first_path(environ.get("PATH"))}
