@@ -381,3 +381,71 @@ def test_the_cyclic_collector_is_off_while_either_copier_moves_records_and_on_ag
     assert first.written + sum(r.written for r in rest) == len(sent) == len(enabled_per_record)
     assert not any(enabled_per_record)
     check_replica("west", read_topic(cfg.cluster("west"), topic_name), sent, source_topic=topic_name)
+
+
+def _progress_set_back(cfg, flow, topic: str, behind: dict[int, int], forgotten: list[int]) -> None:
+    """What a target broker's replay of the progress group has been seen to answer after a
+    restart: progress behind the copies (``behind``: partition -> next offset) or none at all
+    (``forgotten``), written here the way any member of the group could write it."""
+    from kafka_dr.core.progress import encode_metadata
+    from kafka_dr.kafka.progress_store import commit_with_retry, progress_reader
+
+    west, group = cfg.cluster("west"), cfg.names.progress_group(flow.name)
+    if forgotten:  # the admin API deletes a group's offsets as a whole: the others are written again below
+        kept = read_committed_progress(cfg, flow, [(topic, p) for p in range(PARTITIONS) if p not in forgotten])
+        behind = {**{p: v["next_offset"] for (_, p), v in kept.items()}, **behind}
+        admin = clients.admin(west)
+        for fut in admin.delete_consumer_groups([group], request_timeout=30).values():
+            fut.result()
+    reader = progress_reader(cfg, flow)
+    try:
+        meta = encode_metadata(topic, int(time.time() * 1000))
+        commit_with_retry(reader, [TopicPartition(topic, p, n, meta) for p, n in behind.items()])
+    finally:
+        reader.close()
+    progress = read_committed_progress(cfg, flow, [(topic, p) for p in range(PARTITIONS)])
+    assert {p: progress[(topic, p)]["next_offset"] for p in behind} == behind
+    assert not any((topic, p) in progress for p in forgotten)
+
+
+def test_progress_read_behind_the_copies_on_the_target_is_moved_up_to_them(lab, tmp_path, topic_name, caplog):
+    """Either copier, starting where the target answers progress behind the copies it holds (or
+    none), starts after the newest copy instead: nothing copied twice, and progress committed
+    where the copies are (kafka_dr.kafka.progress_floor)."""
+    cfg, flow = _flow(lab, tmp_path, topic_name)
+    east, west = cfg.cluster("east"), cfg.cluster("west")
+    sent = produce_varied(east, topic_name, "one", 400, PARTITIONS)
+    copier = TaskCopier(cfg, flow)
+    try:
+        copier.copy(_specs(topic_name), until=_until_progress(cfg, flow, topic_name, _ends(sent)))
+    finally:
+        copier.close()
+    assert _ends(sent) == dict.fromkeys(range(PARTITIONS), 100)
+    _progress_set_back(cfg, flow, topic_name, {0: 40, 3: 0}, forgotten=[1])
+    sent.extend(produce_varied(east, topic_name, "two", 200, PARTITIONS))
+    caplog.set_level(logging.WARNING, logger="kafka_dr.kafka.progress_floor")
+    copier = TaskCopier(cfg, flow)
+    try:
+        results = copier.copy(_specs(topic_name), until=_until_progress(cfg, flow, topic_name, _ends(sent)))
+    finally:
+        copier.close()
+    check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
+    assert {r.partition: r.start for r in results} == dict.fromkeys(range(PARTITIONS), 100)
+    moved = sorted(r.getMessage().split(" (")[0] for r in caplog.records if r.name == "kafka_dr.kafka.progress_floor")
+    assert moved == [
+        f"flow east_to_west: progress of west/{topic_name}[{p}] was {was} while copies up to source offset 99 "
+        f"were on the target"
+        for p, was in ((0, 40), (1, None), (3, 0))
+    ]
+
+    # the per-partition copier (an incremental run, a hand-off) reads its progress the same way
+    _progress_set_back(cfg, flow, topic_name, {2: 10}, forgotten=[])
+    sent.extend(produce_varied(east, topic_name, "three", 40, PARTITIONS))
+    per_partition = RangeCopier(cfg, flow)
+    try:
+        result = per_partition.copy(RangeSpec(topic_name, 2, 10, _ends(sent)[2], topic_name))
+    finally:
+        per_partition.close()
+    assert (result.start, result.written) == (150, 10)
+    copied = [r for r in read_topic(west, topic_name) if r.partition == 2]
+    assert len(copied) == _ends(sent)[2] == 160

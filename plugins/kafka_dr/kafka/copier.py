@@ -34,7 +34,8 @@ from kafka_dr.kafka.copy_spec import OPEN, OnCommit, RangeResult, RangeSpec, Res
 from kafka_dr.kafka.copy_tuning import CopyTuning, source_consumer_config
 from kafka_dr.kafka.first_run_gap import FirstRunGaps
 from kafka_dr.kafka.orphaned_offsets import read_progress
-from kafka_dr.kafka.progress_store import last_copied_offset
+from kafka_dr.kafka.progress_floor import floor_at_copies
+from kafka_dr.kafka.progress_store import copy_scanner, last_copies
 from kafka_dr.kafka.target_limits import TargetLimits
 from kafka_dr.kafka.transactions import PartitionProducers
 from kafka_dr.kafka.watermarks import watermarks
@@ -91,6 +92,7 @@ class RangeCopier:
         #: (topic, partition, next offset) still assigned after an open range
         self._kept: tuple[str, int, int] | None = None
         self._meta: Consumer | None = None
+        self._scan: Consumer | None = None  #: reads the target's newest copies (kafka_dr.kafka.progress_floor)
         self.first_run_gaps = FirstRunGaps(cfg, flow, self._has_copy)
 
     # --- clients ---------------------------------------------------------------------
@@ -114,34 +116,49 @@ class RangeCopier:
             self._meta = Consumer(client_config(self.cfg.cluster(self.flow.target), self.resolve, **conf))
         return self._meta
 
+    def _scanner(self) -> Consumer:
+        if self._scan is None:
+            self._scan = copy_scanner(self.cfg, self.flow, self.resolve)
+        return self._scan
+
     def release(self) -> None:
         """Let the producers go, keeping the consumers (see ``TaskCopier.release``)."""
         self.producers.close()
 
     def close(self) -> None:
         self.producers.close()
-        for c in (self._source, self._meta):
+        for c in (self._source, self._meta, self._scan):
             if c is not None:
                 c.close()
-        self._source = self._meta = None
+        self._source = self._meta = self._scan = None
         self._kept = None
 
     # --- progress ----------------------------------------------------------------------
 
     def committed(self, spec: RangeSpec) -> int | None:
         """The committed next source offset for this partition, or ``None`` if none; an orphaned
-        pending commit is cleared with the partition's producer (:func:`read_progress`)."""
+        pending commit is cleared with the partition's producer (:func:`read_progress`), and
+        progress behind the copies on the target moved up to them (:func:`floor_at_copies`)."""
         pair = (spec.topic, spec.target_topic, spec.partition)
-        return read_progress(
-            self.cfg, self.flow, self._progress_consumer(), lambda: self.producers.get(spec), [pair], self.resolve
+        meta = self._progress_consumer()
+        progress = read_progress(self.cfg, self.flow, meta, lambda: self.producers.get(spec), [pair], self.resolve)
+        return floor_at_copies(
+            self.flow,
+            self._scanner(),
+            lambda topic, partition: watermarks(self._source_consumer(), TopicPartition(topic, partition), 30)[1],
+            lambda: self.producers.get(spec),
+            meta.consumer_group_metadata(),
+            progress,
         )[pair]
 
     def _has_copy(self, spec: RangeSpec) -> bool:
         """Does the target hold a copy of ``spec``'s partition made by this flow? (a scan)"""
-        return (
-            last_copied_offset(self.cfg, self.flow, spec.topic, spec.target_topic, spec.partition, self.resolve)
-            is not None
-        )
+        pair = (spec.topic, spec.target_topic, spec.partition)
+        found, complete = last_copies(self._scanner(), self.flow, [pair], 10_000, 60)
+        if not complete:
+            where = f"{self.flow.target}/{spec.target_topic}[{spec.partition}]"
+            raise TimeoutError(f"flow {self.flow.name}: scanning {where} for copies took over 60s")
+        return found[pair] is not None
 
     # --- the copy ----------------------------------------------------------------------
 

@@ -20,14 +20,13 @@ docs/replication.md.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.progress import encode_metadata
 from kafka_dr.kafka.clients import SecretResolver, client_config, one_shot_transactional_config
+from kafka_dr.kafka.progress_floor import commit_moved
 from kafka_dr.kafka.progress_store import ProgressUnstable, committed_with_retry, last_copied_offset, unstable
 from kafka_dr.kafka.watermarks import watermarks
 
@@ -162,27 +161,8 @@ def repair_progress(
             moved[(topic, target_topic, partition)] = last + 1
     finally:
         source.close()
-    if not moved:
-        return dict(committed)
-    now_ms = int(time.time() * 1000)
-    producer.begin_transaction()
-    producer.send_offsets_to_transaction(
-        [TopicPartition(t, p, nxt, encode_metadata(src, now_ms)) for (src, t, p), nxt in moved.items()], group_meta, 30
-    )
-    producer.commit_transaction(30)
-    for (src, t, p), nxt in moved.items():
-        log.warning(
-            "flow %s: progress of %s/%s[%d] was %s while copies up to source offset %d were on the target (%s); "
-            "progress set to %d",
-            flow.name,
-            flow.target,
-            t,
-            p,
-            committed[(src, t, p)],
-            nxt - 1,
-            why,
-            nxt,
-        )
+    if moved:
+        commit_moved(flow, producer, group_meta, committed, moved, why)
     return {**committed, **moved}
 
 

@@ -28,6 +28,10 @@ COORDINATOR_BUSY = {
 }
 
 
+#: Answers for a partition that does not exist (any more).
+MISSING = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+
+
 class ProgressUnstable(RuntimeError):
     """A ``read_committed`` progress read kept timing out (a pending transactional commit)."""
 
@@ -133,37 +137,74 @@ def last_copied_offset(
     from lost progress (copies, no progress). Copies sit in source order, so the newest is
     the highest; a target whose last ``scan`` records are all local writes is not looked past.
     """
+    c = copy_scanner(cfg, flow, resolve)
+    pair = (source_topic, target_topic, partition)
+    try:
+        found, complete = last_copies(c, flow, [pair], scan, timeout)
+    finally:
+        c.close()
+    if not complete:
+        where = f"{flow.target}/{target_topic}[{partition}]"
+        raise TimeoutError(f"flow {flow.name}: scanning {where} for copies took over {timeout:.0f}s")
+    return found[pair]
+
+
+def copy_scanner(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> Consumer:
+    """A consumer on the flow's target for :func:`last_copies` (assigns only, never commits)."""
     conf = {
         "group.id": cfg.names.progress_scan_group(flow.name),
         "enable.auto.commit": False,
         "isolation.level": "read_committed",
         "enable.partition.eof": True,
     }
-    c = Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
-    where = f"{flow.target}/{target_topic}[{partition}]"
+    return Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
+
+
+def last_copies(
+    consumer: Consumer, flow: FlowConfig, pairs: list[tuple[str, str, int]], window: int, timeout: float
+) -> tuple[dict[tuple[str, str, int], int | None], bool]:
+    """Per (source topic, target topic, partition): the highest source offset this flow copied
+    found in the last ``window`` records of the target partition, read ``read_committed`` with
+    ``consumer`` (of :func:`copy_scanner`); and whether every partition was read to its end
+    within ``timeout`` (a transaction open on the target holds the read). What was found is a
+    committed copy either way."""
+    best: dict[tuple[str, str, int], int | None] = dict.fromkeys(pairs)
+    wanted: dict[tuple[str, int], list[tuple[bytes, bytes, tuple[str, str, int]]]] = {}
+    for pair in pairs:
+        wanted.setdefault((pair[1], pair[2]), []).append((pair[0].encode(), str(pair[2]).encode(), pair))
+    ends, start = {}, []
+    for topic, partition in wanted:
+        try:
+            low, high = watermarks(consumer, TopicPartition(topic, partition), timeout)
+        except KafkaException as e:
+            if e.args[0].code() not in MISSING:
+                raise
+            continue  # no target partition (deleted mid-run?), no copy: the copy itself names it
+        if high > low:
+            ends[(topic, partition)] = high
+            start.append(TopicPartition(topic, partition, max(low, high - window)))
+    if not start:
+        return best, True
+    src, deadline = flow.source.encode(), time.monotonic() + timeout
+    consumer.assign(start)
     try:
-        low, high = watermarks(c, TopicPartition(target_topic, partition), timeout)
-        if high <= low:
-            return None
-        c.assign([TopicPartition(target_topic, partition, max(low, high - scan))])
-        best, deadline = None, time.monotonic() + timeout
-        src, topic_b, part = flow.source.encode(), source_topic.encode(), str(partition).encode()
-        while time.monotonic() < deadline:
-            msgs = c.consume(num_messages=5000, timeout=0.1)
-            done = False
-            for m in msgs:
+        while ends and time.monotonic() < deadline:
+            for m in consumer.consume(num_messages=5000, timeout=0.1):
+                key = (m.topic(), m.partition())
                 if m.error() is not None:
-                    if m.error().code() == KafkaError._PARTITION_EOF:
-                        done = True
-                        continue
-                    raise RuntimeError(f"flow {flow.name}: scanning {where}: {m.error().str()}")
+                    if m.error().code() != KafkaError._PARTITION_EOF:
+                        where = f"{flow.target}/{key[0]}[{key[1]}]"
+                        raise RuntimeError(f"flow {flow.name}: scanning {where}: {m.error().str()}")
+                    ends.pop(key, None)
+                    continue
+                if m.offset() + 1 >= ends.get(key, 0):
+                    ends.pop(key, None)
                 f = raw_fields(m.headers())
-                if f is not None and f[0] == src and f[1] == topic_b and f[2] == part:
-                    best = max(best or -1, int(f[3] or b"-1"))
-                if m.offset() + 1 >= high:
-                    done = True
-            if done or (not msgs and c.position([TopicPartition(target_topic, partition)])[0].offset >= high):
-                return best
-        raise TimeoutError(f"flow {flow.name}: scanning {where} for copies took over {timeout:.0f}s")
+                if f is None or f[0] != src:
+                    continue
+                for topic_b, part_b, pair in wanted[key]:
+                    if f[1] == topic_b and f[2] == part_b:
+                        best[pair] = max(best[pair] if best[pair] is not None else -1, int(f[3] or b"-1"))
     finally:
-        c.close()
+        consumer.unassign()
+    return best, not ends

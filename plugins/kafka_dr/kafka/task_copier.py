@@ -35,6 +35,8 @@ from kafka_dr.kafka.copy_spec import COUNTED, OnCommit, RangeResult, RangeSpec
 from kafka_dr.kafka.copy_tuning import JOB_CHUNK_RECORDS, CopyTuning, read_wait
 from kafka_dr.kafka.gc_pause import gc_paused
 from kafka_dr.kafka.orphaned_offsets import read_progress
+from kafka_dr.kafka.progress_floor import floor_at_copies
+from kafka_dr.kafka.progress_store import copy_scanner
 from kafka_dr.kafka.target_limits import TargetLimits, size_refusal
 from kafka_dr.kafka.transactions import (
     OFFSETS_CALL_SECONDS,
@@ -46,6 +48,7 @@ from kafka_dr.kafka.transactions import (
     transactional_producer,
     watched_call,
 )
+from kafka_dr.kafka.watermarks import watermarks
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +152,7 @@ class TaskCopier:
         self._reports = Reports()
         self._source: Consumer | None = None
         self._meta: Consumer | None = None
+        self._scan: Consumer | None = None  #: reads the target's newest copies (kafka_dr.kafka.progress_floor)
         self._kept: dict[Key, int] = {}  #: assignment left in place by the last copy (partition -> next offset)
 
     # --- clients ---------------------------------------------------------------------
@@ -207,6 +211,11 @@ class TaskCopier:
             )
         return self._meta
 
+    def _scanner(self) -> Consumer:
+        if self._scan is None:
+            self._scan = copy_scanner(self.cfg, self.flow, self.resolve)
+        return self._scan
+
     def release(self) -> None:
         """Let the producers go, keeping the consumers: the copy ended, and whoever copies next
         (here or in another worker) starts by fencing with a fresh producer (kafka_dr.spark.streams)."""
@@ -215,10 +224,10 @@ class TaskCopier:
 
     def close(self) -> None:
         self._drop_producer()
-        for c in (self._source, self._meta):
+        for c in (self._source, self._meta, self._scan):
             if c is not None:
                 c.close()
-        self._source = self._meta = None
+        self._source = self._meta = self._scan = None
         self._kept = {}
         self.helper.close()
 
@@ -333,7 +342,8 @@ class TaskCopier:
 
     def _committed(self, specs: list[RangeSpec]) -> dict[Key, int | None]:
         """Committed progress of every partition, in one read; an orphaned pending commit of the
-        task id is cleared with the task's producer (:func:`read_progress`)."""
+        task id is cleared with the task's producer (:func:`read_progress`), and progress behind
+        the copies on the target moved up to them (:func:`floor_at_copies`)."""
         progress = read_progress(
             self.cfg,
             self.flow,
@@ -341,6 +351,14 @@ class TaskCopier:
             lambda: self._producer,
             [(s.topic, s.target_topic, s.partition) for s in specs],
             self.resolve,
+        )
+        progress = floor_at_copies(
+            self.flow,
+            self._scanner(),
+            lambda topic, partition: watermarks(self._source_consumer(), TopicPartition(topic, partition), 30)[1],
+            lambda: self._producer,
+            self._progress_consumer().consumer_group_metadata(),
+            progress,
         )
         return {(topic, partition): v for (topic, _, partition), v in progress.items()}
 
