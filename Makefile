@@ -69,23 +69,27 @@ debian-packages:
 	@need=""; { command -v chromium >/dev/null && command -v chromedriver >/dev/null; } || need="chromium chromium-driver"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="$$need postgresql"; \
 	{ command -v promtool >/dev/null && command -v prometheus-alertmanager >/dev/null; } || need="$$need prometheus prometheus-alertmanager"; \
+	command -v redis-server >/dev/null || need="$$need redis-server"; \
 	if [ -n "$$need" ]; then SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need >/dev/null; fi; \
 	echo "chromium: $$(chromium --version 2>/dev/null | head -1)"; echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"; \
-	echo "prometheus: $$(prometheus --version 2>/dev/null | head -1)"
+	echo "prometheus: $$(prometheus --version 2>/dev/null | head -1)"; echo "redis: $$(redis-server --version | cut -d' ' -f3)"
 
 test-ui: setup browser postgres
 	$(BIN)/pytest tests/e2e/test_operator_ui.py
 
-# Airflow's metadata database: Debian's PostgreSQL, run by the lab as a cluster of its own
-# (`kafka-dr airflow up`); its programs live in /usr/lib/postgresql/<version>/bin, not on PATH.
-# Installs it unless present (needs root or sudo).
+# Airflow's metadata database and its Celery broker: Debian's PostgreSQL, run by the lab as a
+# cluster of its own (`kafka-dr airflow up`; its programs live in
+# /usr/lib/postgresql/<version>/bin, not on PATH), and Debian's redis-server on a Unix socket.
+# Installs them unless present (needs root or sudo).
 postgres:
-	@if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"; \
-	else SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null && ls -d /usr/lib/postgresql/*/bin; fi
+	@need=""; ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need="postgresql"; \
+	command -v redis-server >/dev/null || need="$$need redis-server"; \
+	if [ -n "$$need" ]; then SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$need >/dev/null; fi; \
+	echo "postgresql: $$(ls -d /usr/lib/postgresql/*/bin | tail -1)"; echo "redis: $$(redis-server --version | cut -d' ' -f3)"
 
-# The lab's Airflow on PostgreSQL (LocalExecutor), for the lab `make demo` left running.
+# The lab's Airflow on PostgreSQL (CeleryExecutor, Redis), for the lab `make demo` left running.
 airflow: setup postgres
 	$(BIN)/kafka-dr airflow up
 

@@ -4,7 +4,7 @@ for real from the trigger form, read the run's summary and the new active cluste
 
 Real parts only: the lab's Kafka clusters, replication run by Spark, Airflow as the product
 runs it (``kafka-dr airflow up`` as a user types it: api-server, scheduler, dag-processor and
-triggerer with the LocalExecutor on a PostgreSQL of its own, on private ports), Debian's
+triggerer and a Celery worker on a PostgreSQL and a Redis of its own, on private ports), Debian's
 Chromium driven through Selenium and the system chromedriver. Screenshots land in
 ``.lab-test-ui/screenshots/`` (the docs' ones in ``docs/screenshots/`` are copies of these);
 the service's logs in ``.lab-test-ui/airflow/``.
@@ -58,7 +58,7 @@ def airflow_service(folder: Path, config: Path):
         assert up.returncode == 0, out
         base = f"http://127.0.0.1:{PORT}"
         assert f"Airflow healthy: {base}/" in up.stdout and "user:      operator" in up.stdout, out
-        assert f"LocalExecutor; metadata in PostgreSQL on 127.0.0.1:{DB_PORT}" in up.stdout, out
+        assert f"CeleryExecutor; metadata in PostgreSQL on 127.0.0.1:{DB_PORT}" in up.stdout, out
         read_password = re.search(r"^password:  (cat \S+)", up.stdout, re.M).group(1)
         printed = subprocess.run(["bash", "-c", read_password], capture_output=True, text=True, check=True).stdout
         status = kafka_dr("airflow", "status", "--dir", folder)
@@ -350,9 +350,9 @@ def test_operator_logs_in_reads_status_and_fails_over_from_the_form(lab, spark, 
                 2,
             )
             assert done["state"] == "success", f"dr_failover {run_id} ended {done['state']}; logs under {home / 'logs'}"
-            # run by the service's scheduler through the LocalExecutor, recorded in its PostgreSQL
+            # queued by the service's scheduler to its Celery worker, recorded in its PostgreSQL
             assert dag_run_state_in_postgres(service, "dr_failover", run_id) == "success"
-            assert "executor=LocalExecutor" in (home / "scheduler.log").read_text(errors="replace")
+            assert "executor=CeleryExecutor" in (home / "scheduler.log").read_text(errors="replace")
 
             # 4. The summary is readable in the UI: the summary task's XCom, and the status page.
             quoted = urllib.request.quote(run_id, safe="")

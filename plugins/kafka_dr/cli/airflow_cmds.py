@@ -9,9 +9,9 @@ from pathlib import Path
 
 VERBS = {
     "env": "print the export lines for an Airflow of your own",
-    "up": "run Airflow (api-server, scheduler, dag-processor, triggerer; LocalExecutor on the lab's PostgreSQL)",
-    "status": "each process, PostgreSQL and Airflow's health (exit 0 only when all are healthy)",
-    "down": "stop the processes `up` started, then PostgreSQL",
+    "up": "run Airflow (api-server, scheduler, dag-processor, triggerer, Celery worker; lab's PostgreSQL, Redis)",
+    "status": "each process, PostgreSQL, Redis and Airflow's health (exit 0 only when all are healthy)",
+    "down": "stop the processes `up` started, then Redis and PostgreSQL",
 }
 
 
@@ -77,7 +77,7 @@ def up(a: argparse.Namespace, lab_dir: Path) -> int:
     st = service.up(spec, cfg)
     print_status(st)
     home = Path(spec.home)
-    print(f"\nAirflow:   {base_url(spec.port)}/   (LocalExecutor; metadata in PostgreSQL on 127.0.0.1:{spec.db_port})")
+    print(f"\nAirflow:   {base_url(spec.port)}/   (CeleryExecutor; metadata in PostgreSQL on 127.0.0.1:{spec.db_port})")
     print(f"user:      {LAB_USER}")
     print(f"password:  cat {shlex.quote(str(passwords_file(home)))}   (JSON: user -> password)")
     print(f"logs:      {home}/<process>.log, task logs under {home / 'logs'}, PostgreSQL's in {lab_dir / 'postgres'}")
@@ -103,7 +103,7 @@ def down(a: argparse.Namespace, lab_dir: Path) -> int:
 
 
 def print_status(st) -> None:
-    """One row per process and PostgreSQL, then the health endpoint's view; the last line says
+    """One row per process, PostgreSQL and Redis, then the health endpoint's view; the last line says
     whether all is healthy."""
     from kafka_dr.lab.airflow_service import COMPONENTS, base_url
 
@@ -112,6 +112,8 @@ def print_status(st) -> None:
         print(f"{p.role:<15}{p.pid if p.alive else '-':<9}{'running' if p.alive else 'stopped'}")
     db = "answering" if st.postgres_answering else ("starting" if st.postgres_pid else "stopped")
     print(f"{'postgresql':<15}{st.postgres_pid or '-':<9}{db} (127.0.0.1:{st.spec.db_port})")
+    broker = "answering" if st.broker_answering else "stopped"
+    print(f"{'redis':<15}{st.broker_pid or '-':<9}{broker} (Celery's broker)")
     health = st.health or {}
     seen = ", ".join(f"{c} {(health.get(c) or {}).get('status') or '-'}" for c in COMPONENTS)
     print(f"health:        {seen if st.health else 'the API does not answer'}")

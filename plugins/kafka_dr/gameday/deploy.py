@@ -112,7 +112,7 @@ class Deployment:
         )
         self.config_file.write_text(yaml.safe_dump(doc, sort_keys=False))
         self.cfg = load_config(self.config_file)
-        self.say(f"airflow: api-server, scheduler, dag-processor, triggerer on PostgreSQL (port {self.ports.airflow})")
+        self.say(f"airflow: api-server, scheduler, dag-processor, triggerer, Celery worker (port {self.ports.airflow})")
         spec = resolve_spec(
             None,
             self.airflow.lab_dir,

@@ -30,8 +30,8 @@ class Injected:
     fault: str
     began: float  #: epoch seconds
     ended: float | None = None  #: when the failure itself was over (None: at once)
-    #: the flows it can interrupt: a cluster is an end of both flows, and a lost scheduler's
-    #: restart stops the tasks its executor ran, both replication jobs among them
+    #: the flows it can interrupt: a cluster is an end of both flows, and a lost scheduler holds
+    #: both replication jobs' tasks (its restart must adopt them, not stop them)
     flows: tuple[str, ...] = (EAST_TO_WEST, WEST_TO_EAST)
     notes: list[str] = field(default_factory=list)
 

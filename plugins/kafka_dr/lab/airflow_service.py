@@ -1,11 +1,17 @@
-"""The lab's Airflow as a running service: api-server, scheduler, dag-processor and triggerer
-with the LocalExecutor, on the lab's own PostgreSQL (:mod:`kafka_dr.lab.postgres`).
+"""The lab's Airflow as a running service: api-server, scheduler, dag-processor, triggerer and
+a Celery worker (the CeleryExecutor, as the official Helm chart runs it), on the lab's own
+PostgreSQL (:mod:`kafka_dr.lab.postgres`) with Redis as the broker (:mod:`kafka_dr.lab.redis_broker`).
+
+Tasks run in the worker, not under the scheduler: a scheduler that dies and starts again
+adopts the tasks still running (a continuous flow's replication job among them) instead of
+resetting them, so replication goes on through it.
 
 Everything it keeps lives in the lab folder::
 
     airflow.json             what runs: the settings, each process's pid and start time (0600:
                              it also holds the API's signing keys, shared by all processes)
     postgres/                the metadata database's cluster
+    broker/                  Redis's socket and log
     airflow/                 AIRFLOW_HOME (unless --home): <role>.log per process, logs/ for tasks
 
 The environment is ``kafka-dr airflow env``'s (DAGs and plugins from this repository, the
@@ -36,17 +42,19 @@ from kafka_dr.lab import processes
 from kafka_dr.lab.lab import LabError
 from kafka_dr.lab.postgres import Postgres, port_in_use
 from kafka_dr.lab.processes import proc_state, session_members, stop_session
+from kafka_dr.lab.redis_broker import RedisBroker
 
-#: Stopped in the reverse order (the API last: tasks being stopped still report to it).
-ROLES = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: Stopped in the reverse order (the worker first, the API last: tasks being stopped still report to it).
+ROLES = ("api-server", "scheduler", "dag-processor", "triggerer", "celery-worker")
 #: Started in this order: the dag-processor needs no API and parses the DAG files while the
 #: api-server starts (both spend their first seconds importing); the scheduler waits for the API.
-START_ORDER = ("dag-processor", "api-server", "scheduler", "triggerer")
+START_ORDER = ("dag-processor", "api-server", "scheduler", "triggerer", "celery-worker")
 #: The health endpoint's components that must say "healthy".
 COMPONENTS = ("metadatabase", "scheduler", "dag_processor", "triggerer")
 DEFAULT_PORT = 8280
 DEFAULT_DB_PORT = 15432
 AIRFLOW = str(Path(sys.executable).with_name("airflow"))
+CELERY_ALONE = ("--without-gossip", "--without-mingle")
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,9 @@ def role_argv(role: str, port: int) -> list[str]:
         "scheduler": ["scheduler", "--skip-serve-logs"],
         "dag-processor": ["dag-processor"],
         "triggerer": ["triggerer", "--skip-serve-logs"],
+        # as many task slots as the core's parallelism, forked as tasks arrive; no gossip or
+        # mingle: the lab runs one worker
+        "celery-worker": ["celery", "worker", "--skip-serve-logs", "--autoscale", "24,4", *CELERY_ALONE],
     }[role]
 
 
@@ -98,7 +109,7 @@ def new_keys() -> dict[str, str]:
 
 
 def service_env(
-    spec: ServiceSpec, cfg: DrConfig, db_url: str, keys: dict[str, str], inherited: dict[str, str]
+    spec: ServiceSpec, cfg: DrConfig, db_url: str, broker_url: str, keys: dict[str, str], inherited: dict[str, str]
 ) -> dict[str, str]:
     """The processes' environment: the caller's, without any Airflow or kafka-dr setting of its
     own, plus ``kafka-dr airflow env`` and the service's settings."""
@@ -108,7 +119,10 @@ def service_env(
     env.update(
         {
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
-            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+            "AIRFLOW__CELERY__BROKER_URL": broker_url,
+            # task states for adoption: a restarted scheduler asks the backend what still runs
+            "AIRFLOW__CELERY__RESULT_BACKEND": f"db+{db_url}",
             # two continuous flows hold a slot each for an hour; the periodic DAGs need room beside
             # them, and in an outage their tasks wait out timeouts on the dead cluster while a
             # triggered failover needs slots at once. Task processes mostly wait on the network,
@@ -125,10 +139,9 @@ def service_env(
             "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "30",
             # a task whose supervisor stopped heartbeating is failed (and retried) after this
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "120",
-            # that timeout covers only the tasks this scheduler queued: a task left "running" by a
-            # killed scheduler waits for the next orphan sweep (default every 300 s), which resets
-            # it once the dead scheduler's heartbeat is 30 s old; a continuous flow copies nothing
-            # until then
+            # a task left "running" by a killed scheduler is adopted at the next orphan sweep
+            # (default every 300 s) once the dead scheduler's heartbeat is 30 s old; it runs on
+            # meanwhile, but its end is only seen once adopted
             "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "30",
             # an edited DAG file is parsed again at once; an unchanged one (the config it reads
             # may have changed) every two minutes, by one process: parsing every 30 s by two
@@ -178,8 +191,8 @@ class PartExited(LabError):
 
 def is_ours(entry: dict | None, rereads: int = 5) -> bool:
     """Whether a recorded part of the service still runs (:func:`kafka_dr.lab.processes.is_ours`
-    with an ``airflow`` command line)."""
-    return processes.is_ours(entry, "airflow", rereads)
+    with an ``airflow`` command line, or the title Celery gives its worker: ``[celeryd: ...]``)."""
+    return processes.is_ours(entry, ("airflow", "celeryd"), rereads)
 
 
 def leftover_sessions(state: dict) -> list[int]:
@@ -209,12 +222,15 @@ class ServiceStatus:
     postgres_pid: int | None
     postgres_answering: bool
     health: dict | None
+    broker_pid: int | None = None
+    broker_answering: bool = True
 
     @property
     def problems(self) -> list[str]:
         dead = [f"{p.role} not running" for p in self.processes if not p.alive]
         db = [] if self.postgres_answering else ["postgresql not answering"]
-        return dead + db + health_problems(self.health)
+        broker = [] if self.broker_answering else ["the Celery broker (redis) not answering"]
+        return dead + db + broker + health_problems(self.health)
 
 
 class AirflowService:
@@ -245,6 +261,9 @@ class AirflowService:
     def postgres(self, spec: ServiceSpec) -> Postgres:
         return Postgres(self.lab_dir / "postgres", spec.db_port)
 
+    def broker(self) -> RedisBroker:
+        return RedisBroker(self.lab_dir / "broker")
+
     def running(self, state: dict | None = None) -> dict[str, dict]:
         state = self.load() if state is None else state
         return {role: e for role, e in state.get("processes", {}).items() if is_ours(e)}
@@ -264,6 +283,8 @@ class AirflowService:
             raise LabError(f"port {spec.port} on 127.0.0.1 is already in use; choose another --port")
         pg = self.postgres(spec)
         pg.ensure()
+        broker = self.broker()
+        broker.ensure()
         # what a dead part left in its session goes before its replacement starts, as a service
         # manager's restart does: a killed scheduler's executor workers hold its database
         # connection, and the row locks of its open transaction with it (tasks never get queued)
@@ -272,7 +293,7 @@ class AirflowService:
         keys = state.get("keys") or new_keys()
         state = {"spec": asdict(spec), "keys": keys, "processes": running}
         self._save(state)
-        env = service_env(spec, cfg, pg.url, keys, dict(os.environ))
+        env = service_env(spec, cfg, pg.url, broker.url, keys, dict(os.environ))
         home = Path(spec.home)
         ensure_login(home)
         if not running:  # a part restarted beside running ones finds the database migrated
@@ -302,7 +323,9 @@ class AirflowService:
         ]
         pg = self.postgres(spec)
         pid = pg.pid()
-        return ServiceStatus(spec, processes, pid, bool(pid) and pg.answering(), fetch_health(spec.port))
+        answering = bool(pid) and pg.answering()
+        broker = self.broker()
+        return ServiceStatus(spec, processes, pid, answering, fetch_health(spec.port), broker.pid(), broker.answering())
 
     def down(self) -> list[str]:
         """Stop every process the service started, then PostgreSQL; returns what was stopped."""
@@ -316,6 +339,8 @@ class AirflowService:
         for sid in leftover_sessions(state):
             stop_session(sid)
             stopped.append(f"tasks of an earlier session {sid}")
+        if self.broker().stop():
+            stopped.append("redis")
         if state.get("spec"):
             pg = self.postgres(ServiceSpec(**state["spec"]))
             if pg.running():

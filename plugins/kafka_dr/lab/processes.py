@@ -27,9 +27,9 @@ def proc_state(pid: int) -> tuple[int, str] | None:
     return start_ticks(stat), cmdline
 
 
-def is_ours(entry: dict | None, marker: str, rereads: int = 5) -> bool:
+def is_ours(entry: dict | None, marker: str | tuple[str, ...], rereads: int = 5) -> bool:
     """Whether a recorded process still runs: same pid, same start time, a command line naming
-    ``marker``. A command line read while the process sets its title (Airflow's parts do, once
+    ``marker`` (or one of them). A command line read while the process sets its title (Airflow's parts do, once
     started) or before it has exec'd its program can come back torn: a live process with its
     start time is read again before it is disowned."""
     if not entry or not entry.get("pid"):
@@ -38,7 +38,7 @@ def is_ours(entry: dict | None, marker: str, rereads: int = 5) -> bool:
         seen = proc_state(entry["pid"])
         if seen is None or seen[0] != entry.get("start"):
             return False
-        if marker in seen[1]:
+        if any(m in seen[1] for m in ((marker,) if isinstance(marker, str) else marker)):
             return True
         if attempt < rereads:
             time.sleep(0.1)

@@ -231,13 +231,14 @@ def test_the_report_prints_a_row_per_fault_and_ends_with_one_json_line():
 def test_the_targets_name_each_fault_that_missed_one():
     rows = [
         FaultRow("spark-executor", 0.0, flowing_again_after_s=12.0, detected_by="no alert"),
-        FaultRow("spark-driver", 60.0, flowing_again_after_s=75.0, detected_by="restart", alert_after_s=0.0),
+        FaultRow("spark-driver", 60.0, flowing_again_after_s=31.0, detected_by="restart", alert_after_s=0.0),
         FaultRow("target-network-cut", 120.0, flowing_again_after_s=5.0, detected_by="restart", alert_after_s=36.0),
         FaultRow("east-down-failover-failback", 300.0, detected_by="failover", alert_after_s=0.0),
     ]
-    met = targets(rows, rto_s=32.5, alert_within_s=120.0)
-    assert met["flowing_again_slow"] == ["spark-driver"] and not met["flowing_again_within_60s"]
-    assert met["rto_within_60s"] and met["alerted_within_heartbeat_threshold"]
+    met = targets(rows, rto_s=19.5, alert_within_s=120.0)
+    assert met["flowing_again_slow"] == ["spark-driver"] and not met["flowing_again_within_30s"]
+    assert met["rto_within_20s"] and met["alerted_within_heartbeat_threshold"]
+    assert not targets(rows, rto_s=20.5, alert_within_s=120.0)["rto_within_20s"]
     assert met["alerted_though_healed_alone"] == ["spark-driver: restart"]
     assert targets(rows, rto_s=None, alert_within_s=30.0)["not_alerted_in_time"] == ["target-network-cut"]
 

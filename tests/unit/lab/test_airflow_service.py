@@ -59,9 +59,13 @@ def test_the_environment_is_the_services_own_whatever_the_shell_had(spec):
         "KAFKA_DR_CONFIG": "/elsewhere.yaml",
     }
     url = "postgresql+psycopg2://kafka_dr:pw@127.0.0.1:45432/airflow"
-    env = service_env(spec, load_config(spec.config), url, {"jwt_secret": "j", "secret_key": "s"}, inherited)
+    broker = "redis+socket:///lab/broker/redis.sock"
+    env = service_env(spec, load_config(spec.config), url, broker, {"jwt_secret": "j", "secret_key": "s"}, inherited)
     assert env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] == url
-    assert env["AIRFLOW__CORE__EXECUTOR"] == "LocalExecutor"
+    # tasks run in a Celery worker: a restarted scheduler adopts them (their states in the database)
+    assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+    assert env["AIRFLOW__CELERY__BROKER_URL"] == broker
+    assert env["AIRFLOW__CELERY__RESULT_BACKEND"] == f"db+{url}"
     assert env["KAFKA_DR_CONFIG"] == spec.config
     assert env["AIRFLOW_HOME"] == spec.home
     assert env["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] == "http://127.0.0.1:48280/execution/"
@@ -69,7 +73,7 @@ def test_the_environment_is_the_services_own_whatever_the_shell_had(spec):
     assert env["AIRFLOW__API_AUTH__JWT_SECRET"] == "j" and env["AIRFLOW__API__SECRET_KEY"] == "s"
     # a task's start call waits for a busy API instead of dying unstarted
     assert float(env["AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT"]) >= 30
-    # a task a killed scheduler left running is reset within a minute, not five
+    # a task a killed scheduler left running is adopted within a minute, not five
     assert float(env["AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL"]) <= 30
     assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS"] == "False"  # login required
     assert env["JAVA_HOME"] == "/jdk"
