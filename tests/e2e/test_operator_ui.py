@@ -64,10 +64,11 @@ def airflow_service(folder: Path, config: Path):
         status = kafka_dr("airflow", "status", "--dir", folder)
         assert status.returncode == 0, status.stdout + status.stderr
         assert re.search(r"^postgresql +\d+ +answering", status.stdout, re.M), status.stdout
+        assert re.search(r"^redis +\d+ +answering", status.stdout, re.M), status.stdout
         yield base, json.loads(printed)["operator"]
     finally:
         down = kafka_dr("airflow", "down", "--dir", folder, timeout=180)
-        assert down.returncode == 0 and "api-server, postgresql)" in down.stdout, down.stdout + down.stderr
+        assert down.returncode == 0 and "api-server, redis, postgresql)" in down.stdout, down.stdout + down.stderr
 
 
 def dag_run_state_in_postgres(folder: Path, dag_id: str, run_id: str) -> str | None:

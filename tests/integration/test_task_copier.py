@@ -95,15 +95,20 @@ def _ends(sent, partitions: int = PARTITIONS) -> dict[int, int]:
     return {p: max([s.offset + 1 for s in sent if s.partition == p], default=0) for p in range(partitions)}
 
 
+def _copy_until_sent(cfg, flow, topic: str, sent) -> list:
+    """A fresh task copier copies every partition up to what ``sent`` holds, then closes."""
+    copier = TaskCopier(cfg, flow)
+    try:
+        return copier.copy(_specs(topic), until=_until_progress(cfg, flow, topic, _ends(sent)))
+    finally:
+        copier.close()
+
+
 def test_one_transaction_at_a_time_copies_every_partition_once(lab, tmp_path, topic_name):
     cfg, flow = _flow(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     sent = produce_varied(east, topic_name, "tc", 400, PARTITIONS)
-    copier = TaskCopier(cfg, flow)
-    try:
-        results = copier.copy(_specs(topic_name), until=_until_progress(cfg, flow, topic_name, _ends(sent)))
-    finally:
-        copier.close()
+    results = _copy_until_sent(cfg, flow, topic_name, sent)
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
     assert [r.written for r in results] == [100] * PARTITIONS
     assert [r.end for r in results] == [100] * PARTITIONS
@@ -415,20 +420,12 @@ def test_progress_read_behind_the_copies_on_the_target_is_moved_up_to_them(lab, 
     cfg, flow = _flow(lab, tmp_path, topic_name)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     sent = produce_varied(east, topic_name, "one", 400, PARTITIONS)
-    copier = TaskCopier(cfg, flow)
-    try:
-        copier.copy(_specs(topic_name), until=_until_progress(cfg, flow, topic_name, _ends(sent)))
-    finally:
-        copier.close()
+    _copy_until_sent(cfg, flow, topic_name, sent)
     assert _ends(sent) == dict.fromkeys(range(PARTITIONS), 100)
     _progress_set_back(cfg, flow, topic_name, {0: 40, 3: 0}, forgotten=[1])
     sent.extend(produce_varied(east, topic_name, "two", 200, PARTITIONS))
     caplog.set_level(logging.WARNING, logger="kafka_dr.kafka.progress_floor")
-    copier = TaskCopier(cfg, flow)
-    try:
-        results = copier.copy(_specs(topic_name), until=_until_progress(cfg, flow, topic_name, _ends(sent)))
-    finally:
-        copier.close()
+    results = _copy_until_sent(cfg, flow, topic_name, sent)
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
     assert {r.partition: r.start for r in results} == dict.fromkeys(range(PARTITIONS), 100)
     moved = sorted(r.getMessage().split(" (")[0] for r in caplog.records if r.name == "kafka_dr.kafka.progress_floor")

@@ -51,7 +51,9 @@ class RedisBroker:
         argv = [binary, "--port", "0", "--unixsocket", str(self.socket), "--unixsocketperm", "700"]
         argv += ["--save", "", "--appendonly", "no", "--dir", str(self.folder)]
         argv += ["--logfile", str(self.folder / "redis.log")]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        # no stream of the caller's: a caller reading this process's output to its end would wait for Redis
+        quiet = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        proc = subprocess.Popen(argv, **quiet, start_new_session=True)
         seen = processes.proc_state(proc.pid)
         if seen is None:
             raise LabError(f"redis-server exited at once; see {self.folder / 'redis.log'}")
