@@ -196,9 +196,9 @@ def is_ours(entry: dict | None, rereads: int = 5) -> bool:
 
 
 def leftover_sessions(state: dict) -> list[int]:
-    """Sessions of the service whose leader died with processes left in them: a killed
-    scheduler's executor workers, and the tasks they ran, go on in its session. A session id
-    is not given to a new process while any member still uses it, so these are still ours."""
+    """Sessions of the service whose leader died with processes left in them: a killed Celery
+    worker's pool processes, and the tasks they ran, go on in its session. A session id is not
+    given to a new process while any member still uses it, so these are still ours."""
     dead = [e["pid"] for e in (state.get("processes") or {}).values() if e and e.get("pid") and not is_ours(e)]
     out = []
     for sid in sorted(set(dead)):
@@ -286,10 +286,10 @@ class AirflowService:
         broker = self.broker()
         broker.ensure()
         # what a dead part left in its session goes before its replacement starts, as a service
-        # manager's restart does: a killed scheduler's executor workers hold its database
-        # connection, and the row locks of its open transaction with it (tasks never get queued)
+        # manager's restart does (a killed worker's pool processes would take tasks beside the
+        # new worker's); a scheduler leaves nothing: its tasks run in the worker
         for sid in leftover_sessions(state):
-            stop_session(sid, timeout=10.0)  # idle executor workers ignore SIGTERM: not the full wait
+            stop_session(sid, timeout=10.0)  # idle pool processes may ignore SIGTERM: not the full wait
         keys = state.get("keys") or new_keys()
         state = {"spec": asdict(spec), "keys": keys, "processes": running}
         self._save(state)
