@@ -35,7 +35,7 @@ from kafka_dr.kafka.copy_tuning import CopyTuning, source_consumer_config
 from kafka_dr.kafka.first_run_gap import FirstRunGaps
 from kafka_dr.kafka.orphaned_offsets import read_progress
 from kafka_dr.kafka.progress_floor import floor_at_copies
-from kafka_dr.kafka.progress_store import copy_scanner, last_copies
+from kafka_dr.kafka.progress_store import copy_scanner, last_copy
 from kafka_dr.kafka.target_limits import TargetLimits
 from kafka_dr.kafka.transactions import PartitionProducers
 from kafka_dr.kafka.watermarks import watermarks
@@ -154,11 +154,7 @@ class RangeCopier:
     def _has_copy(self, spec: RangeSpec) -> bool:
         """Does the target hold a copy of ``spec``'s partition made by this flow? (a scan)"""
         pair = (spec.topic, spec.target_topic, spec.partition)
-        found, complete = last_copies(self._scanner(), self.flow, [pair], 10_000, 60)
-        if not complete:
-            where = f"{self.flow.target}/{spec.target_topic}[{spec.partition}]"
-            raise TimeoutError(f"flow {self.flow.name}: scanning {where} for copies took over 60s")
-        return found[pair] is not None
+        return last_copy(self._scanner(), self.flow, pair, 10_000, 60) is not None
 
     # --- the copy ----------------------------------------------------------------------
 

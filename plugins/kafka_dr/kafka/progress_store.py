@@ -138,13 +138,19 @@ def last_copied_offset(
     the highest; a target whose last ``scan`` records are all local writes is not looked past.
     """
     c = copy_scanner(cfg, flow, resolve)
-    pair = (source_topic, target_topic, partition)
     try:
-        found, complete = last_copies(c, flow, [pair], scan, timeout)
+        return last_copy(c, flow, (source_topic, target_topic, partition), scan, timeout)
     finally:
         c.close()
+
+
+def last_copy(
+    consumer: Consumer, flow: FlowConfig, pair: tuple[str, str, int], scan: int, timeout: float
+) -> int | None:
+    """:func:`last_copies` of one partition, read to its end or a :class:`TimeoutError`."""
+    found, complete = last_copies(consumer, flow, [pair], scan, timeout)
     if not complete:
-        where = f"{flow.target}/{target_topic}[{partition}]"
+        where = f"{flow.target}/{pair[1]}[{pair[2]}]"
         raise TimeoutError(f"flow {flow.name}: scanning {where} for copies took over {timeout:.0f}s")
     return found[pair]
 
