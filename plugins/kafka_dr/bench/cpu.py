@@ -74,6 +74,36 @@ def window_figures(a: CpuSample, b: CpuSample, records: int, ticks: int = TICKS)
     }
 
 
+def _busy_seconds(a: CpuSample, b: CpuSample, ticks: int) -> float:
+    """The machine's busy CPU-seconds (user, nice, system, irq, softirq) from ``a`` to ``b``."""
+    d = [(y - x) / ticks for x, y in zip(a.machine, b.machine)]
+    user, nice, system, _idle, _iowait, irq, softirq, _steal = (d + [0.0] * 8)[:8]
+    return user + nice + system + irq + softirq
+
+
+def run_figures(a: CpuSample, b: CpuSample, records: int, idle_cores: float, ticks: int = TICKS) -> dict:
+    """A whole run, from the sample ``a`` taken before the launch to ``b`` after the exit: the
+    machine's busy CPU-seconds minus what it burns idle (``idle_cores`` busy cores measured with
+    nothing running: brokers' housekeeping, this process's sampling) over the same time, and
+    that per record (microseconds). Pure, for the unit tests."""
+    seconds = b.at - a.at
+    if seconds <= 0 or not a.machine or not b.machine:
+        return {"run_cpu_seconds": None, "run_cpu_us_per_record": None}
+    cpu = max(0.0, _busy_seconds(a, b, ticks) - idle_cores * seconds)
+    return {
+        "run_cpu_seconds": round(cpu, 2),
+        "run_cpu_us_per_record": round(cpu / records * 1e6, 1) if records > 0 else None,
+    }
+
+
+def idle_cores(seconds: float = 1.0) -> float:
+    """Busy cores of the machine over ``seconds`` while this process only waits."""
+    a = sample([])
+    time.sleep(seconds)
+    b = sample([])
+    return round(_busy_seconds(a, b, TICKS) / max(b.at - a.at, 1e-3), 3)
+
+
 def _machine() -> tuple[int, ...]:
     with open(PROC / "stat") as f:
         return tuple(int(x) for x in f.readline().split()[1:9])

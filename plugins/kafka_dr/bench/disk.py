@@ -37,3 +37,18 @@ def write_back() -> int:
     before = dirty_bytes()
     os.sync()
     return int(round(before / 1e6))
+
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def drop_caches() -> bool:
+    """Dirty pages written out, then the page cache, dentries and inodes dropped, so the next
+    run reads the backlog, the jars and the interpreter's files from disk (a cold round).
+    False where this process may not (only root may write ``drop_caches``)."""
+    os.sync()
+    try:
+        DROP_CACHES.write_text("3\n")
+    except OSError:
+        return False
+    return True

@@ -4,7 +4,8 @@ exact counts and a latency probe. Plain confluent-kafka; nothing here knows whic
 
 from __future__ import annotations
 
-import os
+import json
+import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,14 +22,14 @@ def _headers(i: int) -> list[tuple[str, bytes]]:
     return [("app", b"bench"), ("trace-id", b"%016x" % i), ("content-type", b"application/octet-stream")]
 
 
-_POOL = os.urandom(1 << 16)
+_RANDOM = random.Random()
 
 
 def value_of(i: int, size: int) -> bytes:
-    """``size`` bytes: a sequence number, then bytes from a random pool (barely compressible)."""
+    """``size`` bytes: a sequence number, then fresh random bytes. Every record's own: slices of
+    one repeating pool let lz4 find matches inside a batch, and would flatter whoever compresses."""
     head = b"%012d" % i
-    start = (i * 7919) % (len(_POOL) - size)
-    return head + _POOL[start : start + size - len(head)]
+    return head + _RANDOM.randbytes(max(0, size - len(head)))
 
 
 def producer(cluster: ClusterConfig, **overrides) -> Producer:
@@ -45,10 +46,26 @@ def producer(cluster: ClusterConfig, **overrides) -> Producer:
     return Producer(client_config(cluster, **conf))
 
 
-def produce_backlog(cluster: ClusterConfig, topic: str, records: int, size: int, partitions: int) -> float:
-    """``records`` records of ``size``-byte values spread round-robin over ``partitions``;
-    returns the seconds it took. Raises if any record is not acknowledged."""
-    p = producer(cluster)
+@dataclass(frozen=True)
+class Produced:
+    """A backlog as it was produced: seconds, and the bytes the producer sent on the wire
+    (produce requests, lz4-compressed batches included; librdkafka's ``txbytes``)."""
+
+    seconds: float
+    wire_bytes: int | None
+
+
+#: librdkafka statistics every this many ms while a backlog is produced (for its wire bytes)
+STATS_INTERVAL_MS = 500
+
+
+def produce_backlog(cluster: ClusterConfig, topic: str, records: int, size: int, partitions: int) -> Produced:
+    """``records`` records of ``size``-byte values spread round-robin over ``partitions``.
+    Raises if any record is not acknowledged."""
+    stats: list[dict] = []
+    p = producer(
+        cluster, **{"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": lambda s: stats.append(json.loads(s))}
+    )
     errors: list[str] = []
 
     def on_delivery(err, msg):
@@ -75,7 +92,19 @@ def produce_backlog(cluster: ClusterConfig, topic: str, records: int, size: int,
     left = p.flush(120)
     if left or errors:
         raise RuntimeError(f"producing the backlog into {topic}: {left} unacknowledged; errors: {errors}")
-    return time.monotonic() - t0
+    seconds = time.monotonic() - t0
+    return Produced(seconds, _wire_bytes_after_flush(p, stats))
+
+
+def _wire_bytes_after_flush(p: Producer, stats: list[dict]) -> int | None:
+    """The bytes ``p`` sent to its brokers, from the first statistics emitted after its flush."""
+    seen = len(stats)
+    deadline = time.monotonic() + 3 * STATS_INTERVAL_MS / 1000
+    while len(stats) == seen and time.monotonic() < deadline:
+        p.poll(0.05)
+    if len(stats) == seen:
+        return None
+    return sum(b.get("txbytes", 0) for b in stats[-1].get("brokers", {}).values())
 
 
 def transactional_traffic(cluster: ClusterConfig, topic: str, partitions: int, seconds: float, group: str) -> int:

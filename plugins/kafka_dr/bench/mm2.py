@@ -34,6 +34,8 @@ class Mm2Settings:
     """What the generated ``mm2.properties`` says besides clusters and topics."""
 
     tasks: int = 8
+    #: of MirrorMaker's remote and internal topics: the target cluster's (3 of 3 brokers)
+    replication_factor: int = 1
     #: producer batching comparable to ours (transactions.py: linger 10 ms, 1 MB batches, lz4, acks=all, idempotent)
     producer: dict[str, str] = field(
         default_factory=lambda: {
@@ -74,6 +76,40 @@ class Mm2Settings:
     run_id: str = "mm2"
 
 
+#: what MirrorMaker 2 ships with, for the settings Mm2Settings changes (Kafka 4.x defaults:
+#: connect-mirror-maker.properties, MirrorMakerConfig, the producer's and consumer's configs)
+SHIPPED = {
+    "tasks.max": "1",
+    "producer linger.ms": "5",
+    "producer batch.size": "16384",
+    "producer compression.type": "none",
+    "producer acks": "all",
+    "producer enable.idempotence": "true",
+    "producer buffer.memory": "33554432",
+    "consumer max.poll.records": "500",
+    "consumer fetch.max.bytes": "52428800",
+    "consumer max.partition.fetch.bytes": "1048576",
+    "consumer isolation.level": "read_uncommitted",
+    "emit.checkpoints.enabled": "true",
+    "transaction.boundary": "poll",
+}
+
+
+def deviations(s: Mm2Settings) -> dict[str, str]:
+    """Every setting of ``s`` that differs from :data:`SHIPPED`, as ``name: shipped -> ours``."""
+    have = {
+        "tasks.max": str(s.tasks),
+        **{f"producer {k}": v for k, v in s.producer.items()},
+        **{f"consumer {k}": v for k, v in s.consumer.items()},
+        "emit.checkpoints.enabled": str(s.checkpoints).lower(),
+    }
+    if s.exactly_once:
+        have["transaction.boundary"] = (
+            "poll" if s.transaction_interval_ms is None else (f"interval ({s.transaction_interval_ms} ms)")
+        )
+    return {k: f"{SHIPPED.get(k, '(unset)')} -> {v}" for k, v in have.items() if SHIPPED.get(k) != v}
+
+
 def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: str, s: Mm2Settings) -> str:
     a, b = source.name, target.name
     lines = [
@@ -85,10 +121,9 @@ def mm2_properties(source: ClusterConfig, target: ClusterConfig, topics_regex: s
         f"{a}->{b}.topics = {topics_regex}",
         f"{b}->{a}.enabled = false",
         f"tasks.max = {s.tasks}",
-        # a single-broker lab: every internal topic with one replica
-        "replication.factor = 1",
+        f"replication.factor = {s.replication_factor}",
         *(
-            f"{t}.replication.factor = 1"
+            f"{t}.replication.factor = {s.replication_factor}"
             for t in (
                 "offset-syncs.topic",
                 "heartbeats.topic",

@@ -30,6 +30,22 @@ def _parents() -> dict[int, int]:
     return out
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a process of the process group ``pgid`` still runs (zombies do not count: in a
+    container nothing may reap an orphan's)."""
+    for d in os.listdir(PROC):
+        if not d.isdigit():
+            continue
+        try:
+            stat = (PROC / d / "stat").read_text()
+        except OSError:
+            continue
+        rest = stat[stat.rindex(")") + 2 :].split()
+        if rest[0] != "Z" and int(rest[2]) == pgid:
+            return True
+    return False
+
+
 def tree(pid: int) -> list[int]:
     """``pid`` and every descendant alive now."""
     parents = _parents()

@@ -66,7 +66,7 @@ def pipe(
     n = 0
     produce = p.produce
     while not stop and not (until_end and len(done) == len(tps)):
-        for m in c.consume(num_messages=10_000, timeout=0.02):
+        for m in _queued(c):
             err = m.error()
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
@@ -96,6 +96,12 @@ def pipe(
         return 1
     print(f"rawpipe: {n} records {', '.join(topics)} -> {target_prefix}*", flush=True)
     return 0
+
+
+def _queued(c: Consumer) -> list:
+    """Every record queued now (10,000 at most) or, when none is, the first to arrive: a
+    ``consume`` with a timeout would hold a short batch until the timeout, a latency floor."""
+    return c.consume(num_messages=10_000, timeout=0) or c.consume(num_messages=1, timeout=0.1)
 
 
 def pipes(argv: list[str], processes: int) -> int:

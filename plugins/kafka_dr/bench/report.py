@@ -20,13 +20,16 @@ import statistics
 
 #: every system the bench knows, ours first (the ratios are ours / each other one); ours_scraped
 #: (ours with its exporter read and scraped every second) only when asked for
-SYSTEMS = ("ours", "mm2", "mm2eos", "rawpipe", "rawpipe1", "ours_scraped")
+SYSTEMS = ("ours", "mm2", "mm2t1", "mm2eos", "mm2eosint", "rawpipe", "rawpipe1", "ours_scraped")
 BACKLOG_METRICS = (
     "records_per_s",
     "mb_per_s",
     "copy_seconds",
     "startup_seconds",
     "launch_to_done_seconds",
+    "launch_to_exit_seconds",
+    "run_cpu_us_per_record",
+    "source_wire_mb",
     "startup_timeline",
     "records",
     "copied",
@@ -38,6 +41,8 @@ NOTHING_NEW_METRICS = ("seconds", "cpu_seconds", "stopped_by")
 LATENCY_METRICS = ("p50_ms", "p99_ms", "samples", "sent", "peak_rss_mb", "p99_ms_by_round")
 #: the ratios of a backlog phase and of a latency phase
 BACKLOG_RATIOS = (
+    "launch_to_exit_seconds",
+    "run_cpu_us_per_record",
     "records_per_s",
     "mb_per_s",
     "cpu_us_per_record",
@@ -120,6 +125,7 @@ def backlog_figures(rounds: list[dict]) -> dict:
     }
     if any("synced_mb" in r for r in rounds):
         out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
+    out.update(whole_run_figures(rounds))
     timed = [r for r in rounds if r.get("cpu_busy_cores") is not None]
     if timed:
         for m in CPU_CORES:
@@ -130,6 +136,21 @@ def backlog_figures(rounds: list[dict]) -> dict:
         if all(r.get("cpu_broker_cores") is not None for r in timed):
             out["cpu_broker_cores"] = _weighted(timed, "cpu_broker_cores")
             out["cpu_broker_us_per_record"] = _per_record(timed, "cpu_broker_cores")
+    return out
+
+
+def whole_run_figures(rounds: list[dict]) -> dict:
+    """Launch to exit and the whole run's CPU per record: the median round's, each round's
+    beside it, and the spread (highest over lowest); the source backlog's bytes on the wire
+    summed. A figure no round has is None."""
+    out: dict = {}
+    for m in ("launch_to_exit_seconds", "run_cpu_us_per_record"):
+        got = [r[m] for r in rounds if r.get(m) is not None]
+        out[m] = round(statistics.median(got), 2) if got else None
+        out[f"{m}_by_round"] = got
+        out[f"{m}_spread"] = round(max(got) / min(got), 3) if got and min(got) > 0 else None
+    wire = [r.get("source_wire_mb") for r in rounds]
+    out["source_wire_mb"] = round(sum(wire), 3) if wire and None not in wire else None
     return out
 
 
@@ -178,10 +199,11 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
     return out
 
 
-def expected_keys(systems, sizes, rates, latency_systems=None) -> set[str]:
+def expected_keys(systems, sizes, rates, latency_systems=None, cold_round=False) -> set[str]:
     """Every key the JSON line must carry for these systems, sizes and latency rates
-    (``latency_systems``: those measured at steady load, default all)."""
-    phases = [f"s{s}" for s in sizes]
+    (``latency_systems``: those measured at steady load, default all; ``cold_round``: with
+    each size's cold-cache phase)."""
+    phases = [p for s in sizes for p in ((f"s{s}", f"s{s}cold") if cold_round else (f"s{s}",))]
     lat_phases = [latency_phase_name(r) for r in rates]
     lat_systems = systems if latency_systems is None else latency_systems
     keys = {
@@ -194,6 +216,9 @@ def expected_keys(systems, sizes, rates, latency_systems=None) -> set[str]:
         "latency_warmup_seconds",
         "latency_rounds",
         "backlog_rounds",
+        "cold_round",
+        "brokers_per_cluster",
+        "mm2_deviations",
     }
     for sy in systems:
         keys.add(f"{sy}_guarantee")
@@ -230,6 +255,7 @@ def table(flat: dict) -> str:
         f"kafka-dr bench: {flat['records']:,} records per size, {flat['partitions']} partitions, 3 headers; "
         f"latency at {' and '.join(f'{r:,}' for r in rates)} records/s, {flat['latency_seconds']:g} s each after "
         f"{flat['latency_warmup_seconds']:g} s of warm-up{_rounds(flat.get('latency_rounds', 1))}",
+        *_settings_lines(flat),
         "",
     ]
     head = (
@@ -256,6 +282,7 @@ def table(flat: dict) -> str:
                 f"{_f(flat.get(k + 'launch_to_done_seconds'), 1):>8}{_f(flat.get(k + 'copied')):>11}"
                 f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}"
             )
+    lines += _whole_run_table(flat, systems, sizes)
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
     if cpu_rows:
         head = (
@@ -313,6 +340,52 @@ def table(flat: dict) -> str:
         ]
         lines += [f"  {k:<52}{' / '.join(_f(x, 3) for x in v) if isinstance(v, list) else _f(v, 3)}" for k, v in ratios]
     return "\n".join(lines)
+
+
+def _settings_lines(flat: dict) -> list[str]:
+    """The clusters' shape and where each MirrorMaker 2 run differs from what it ships with."""
+    lines = []
+    if flat.get("brokers_per_cluster"):
+        n = flat["brokers_per_cluster"]
+        lines.append(f"clusters: {n} broker(s) each, topics replicated {min(n, 3)} times")
+    for system, changed in (flat.get("mm2_deviations") or {}).items():
+        listed = "; ".join(f"{k} {v}" for k, v in changed.items()) or "none"
+        lines.append(f"{system} settings changed from MirrorMaker 2's shipped defaults: {listed}")
+    return lines
+
+
+def _whole_run_table(flat: dict, systems: list[str], sizes: list[int]) -> list[str]:
+    """Launch to exit and the machine's CPU over the whole run, per system and size."""
+    phases = [p for size in sizes for p in (f"s{size}", f"s{size}cold")]
+    rows = [(p, s) for p in phases for s in systems if flat.get(f"{s}_{p}_launch_to_exit_seconds")]
+    if not rows:
+        return []
+    head = (
+        f"{'system':<13}{'phase':>9}{'exit s':>8}{'spread':>8}{'run us/rec':>12}{'spread':>8}{'wire B/rec':>12}"
+        "  exit s / run us/rec by round"
+    )
+    lines = [
+        "",
+        "Whole run, launch to exit (median round; spread = highest / lowest round; run us/rec = the machine's "
+        "busy CPU from launch to exit minus its idle baseline, per record; wire B/rec = the source backlog's "
+        "produce requests per record; phase s<size>cold: the page cache dropped before the launch)",
+        head,
+        "-" * len(head),
+    ]
+    for phase, s in rows:
+        k = f"{s}_{phase}_"
+        wire = flat.get(k + "source_wire_mb")
+        per_record = wire * 1e6 / flat[k + "records"] if wire is not None and flat.get(k + "records") else None
+        exits = flat.get(k + "launch_to_exit_seconds_by_round") or []
+        cpus = flat.get(k + "run_cpu_us_per_record_by_round") or []
+        by_round = " / ".join(f"{_f(a, 1)} s {_f(b, 1)}" for a, b in zip(exits, cpus))
+        lines.append(
+            f"{s:<13}{phase:>9}{_f(flat.get(k + 'launch_to_exit_seconds'), 2):>8}"
+            f"{_f(flat.get(k + 'launch_to_exit_seconds_spread'), 2):>8}"
+            f"{_f(flat.get(k + 'run_cpu_us_per_record'), 1):>12}"
+            f"{_f(flat.get(k + 'run_cpu_us_per_record_spread'), 2):>8}{_f(per_record, 0):>12}  {by_round}"
+        )
+    return lines
 
 
 def json_line(flat: dict) -> str:

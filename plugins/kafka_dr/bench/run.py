@@ -1,18 +1,22 @@
 """The benchmark scenario, one run, the same brokers, topics and data for every system.
 
-For each value size: one backlog topic on ``east`` (``records`` records, ``partitions``
-partitions, 3 headers) is produced; then each system in turn starts, copies it into its own
-fresh target topic on ``west`` and stops. Throughput is measured over the copy window, from
-the first record's arrival on the target to the system's own completion (start-up is
-reported separately); the copy is then counted with a ``read_committed`` consumer. Full runs
-do this in ``backlog_rounds`` rounds per size, each on a fresh backlog of the same records,
-every other round in reverse order, and pool the rounds (:func:`backlog_rounds_phase`).
+For each value size: one backlog topic on ``east`` (``records`` records of fresh random values,
+``partitions`` partitions, 3 headers) is produced; then each system in turn is launched as a
+batch run, copies it into its own fresh target topic on ``west`` and exits (MirrorMaker 2, which
+never does, is stopped once its copy is done). Each run gives two sets of figures: over the
+whole run, launch to the last of its processes gone (``launch_to_exit_seconds``) and the
+machine's busy CPU over that time minus its idle baseline, per record
+(``run_cpu_us_per_record``); and over the copy window, from the first record's arrival on the
+target to the system's own completion (throughput, ``cpu_*``). The copy is then counted with a
+``read_committed`` consumer. Backlogs are copied in ``backlog_rounds`` rounds per size, each on
+a fresh backlog, every other round in reverse order, plus with ``cold_round`` one round with the
+page cache dropped before each system (:func:`backlog_rounds_phase`).
 
 Latency: each system gets a fresh topic of the same shape; it is started in continuous mode,
 pinged until a record comes through, then a steady producer runs at each of ``latency_rates``
 records/s in turn (below saturation); after ``latency_warmup_seconds`` at a rate, every record's
 arrival time on the target minus its produce timestamp is one sample, for
-``latency_seconds``. Full runs measure in ``latency_rounds`` rounds, every other round in
+``latency_seconds``. Latency is measured in ``latency_rounds`` rounds, every other round in
 reverse order (:func:`~kafka_dr.bench.report.round_schedule`); p50/p99 over a system's samples
 of every round together, and each round's p99 beside them. The one-process raw pipe is left
 out of latency (:data:`NO_LATENCY`).
@@ -31,13 +35,6 @@ cache's dirty data written out (:mod:`kafka_dr.bench.disk`; ``synced_mb`` says h
 Every topic a run creates has the run's id in its name (``bench.<hex>``): at the end, pass or
 fail, they are deleted on both clusters unless ``keep_topics`` (a full run leaves about 4 GB
 otherwise, and a lab that is benchmarked often fills its disk).
-
-``one_start`` (what ``--quick`` uses, to prove the benchmark works in well under the time
-nine start-ups take): every system is started once, all at the same time, on topics of its
-own (a backlog topic per size and a latency topic), in its continuous mode; then, for all
-systems at the same time, each backlog is produced and copied while the system runs, and the
-latency is measured. Start-ups and phases overlap and backlogs are copied as they are
-produced, so these figures prove the plumbing, not a comparison.
 """
 
 from __future__ import annotations
@@ -45,31 +42,37 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench import disk, load
-from kafka_dr.bench.cpu import CpuWindow
-from kafka_dr.bench.latency import latency_rounds_phase, measure_latency
+from kafka_dr.bench.cpu import CpuWindow, idle_cores, run_figures, sample
+from kafka_dr.bench.latency import latency_rounds_phase
+from kafka_dr.bench.mm2 import deviations
 from kafka_dr.bench.procmem import PeakRss
 from kafka_dr.bench.report import (
     BACKLOG_METRICS,
-    LATENCY_METRICS,
     NOTHING_NEW_METRICS,
     SYSTEMS,
     backlog_figures,
     failed,
     flatten,
-    latency_figures,
-    latency_phase_name,
     megabytes,
     round_schedule,
 )
 from kafka_dr.bench.scraped import OursScraped
-from kafka_dr.bench.systems import Mm2, Mm2ExactlyOnce, Ours, RawPipe, RawPipeOneProcess, System
+from kafka_dr.bench.systems import (
+    Mm2,
+    Mm2ExactlyOnce,
+    Mm2ExactlyOnceInterval,
+    Mm2OneTask,
+    Ours,
+    RawPipe,
+    RawPipeOneProcess,
+    System,
+)
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.topics import delete_topics, ensure_topic
@@ -86,12 +89,12 @@ NO_LATENCY = frozenset({"rawpipe1"})
 
 def fresh_backlog(
     admin: AdminClient, cluster, topic: str, records: int, size: int, partitions: int
-) -> tuple[float, list[int]]:
+) -> tuple[load.Produced, list[int]]:
     """``topic`` created on ``cluster`` (``admin``'s) and filled with ``records`` records of
-    ``size`` bytes; returns the seconds producing took and the partitions' end offsets."""
+    ``size`` bytes; returns how it was produced and the partitions' end offsets."""
     ensure_topic(admin, topic, partitions)
-    secs = load.produce_backlog(cluster, topic, records, size, partitions)
-    return secs, load.end_offsets(admin, topic, partitions)
+    produced = load.produce_backlog(cluster, topic, records, size, partitions)
+    return produced, load.end_offsets(admin, topic, partitions)
 
 
 def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, timeout: float, say=print) -> None:
@@ -158,7 +161,9 @@ def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
     makers = {
         "ours": lambda: Ours(cfg, workdir, config_path),
         "mm2": lambda: Mm2(cfg, workdir),
+        "mm2t1": lambda: Mm2OneTask(cfg, workdir),
         "mm2eos": lambda: Mm2ExactlyOnce(cfg, workdir),
+        "mm2eosint": lambda: Mm2ExactlyOnceInterval(cfg, workdir),
         "rawpipe": lambda: RawPipe(cfg, workdir),
         "rawpipe1": lambda: RawPipeOneProcess(cfg, workdir),
         "ours_scraped": lambda: OursScraped(cfg, workdir, config_path),
@@ -175,7 +180,12 @@ def backlog_phase(
     timeout: float,
     brokers: tuple[int, ...] = (),
 ) -> dict:
+    """One batch run of ``system`` over the backlog ``topic``, launch to exit: the copy window's
+    figures (first record on the target to the copy done), and the whole run's (launch to the
+    last of its processes gone; the machine's CPU minus its idle baseline over that time)."""
     west = system.target
+    idle = idle_cores()
+    before = sample([])
     started, launched = time.monotonic(), time.time()
     system.start(topic, partitions, continuous=False)
     rss = PeakRss(system.pid).start()
@@ -190,21 +200,27 @@ def backlog_phase(
             timeout,
             alive=system.alive,
         )
+        exited = system.finish(timeout)
     except Exception as e:
         raise RuntimeError(
             f"{system.name}: copying {topic}: {e}\n--- {system.name} log tail ---\n{system.log_tail()}"
         ) from None
     finally:
-        cpu.stop()  # before the stop: a system's shutdown is not part of its copy window
+        cpu.stop()
         system.stop()
         peak = rss.stop()
+    after = sample([])
+    records = sum(source_ends)
     return {
-        **_copy_figures(system, topic, partitions, size, sum(source_ends), tl),
+        **_copy_figures(system, topic, partitions, size, records, tl),
         "startup_seconds": round(tl.first - started, 2),
         "launch_to_done_seconds": round(tl.done - started, 2),
+        "launch_to_exit_seconds": round(exited - started, 2),
         "startup_timeline": {**system.timeline(topic, launched), "first record": round(tl.first - started, 2)},
         "peak_rss_mb": megabytes(peak),
-        **cpu.figures(tl.first, tl.done, sum(source_ends)),
+        **cpu.figures(tl.first, tl.done, records),
+        **run_figures(before, after, records, idle),
+        "idle_cores": idle,
     }
 
 
@@ -222,134 +238,6 @@ def _copy_figures(system: System, topic: str, partitions: int, size: int, record
     }
 
 
-def one_start_phases(
-    sys_objs: list[System],
-    run: str,
-    records: int,
-    sizes: list[int],
-    partitions: int,
-    latency_rates: list[int],
-    latency_seconds: float,
-    warmup_seconds: float,
-    timeout: float,
-    say=print,
-) -> dict[str, dict[str, dict]]:
-    """Every system started once (all together), then every system's backlogs and latency, all at once."""
-    e_admin = AdminClient(client_config(sys_objs[0].source))
-    topics = {
-        s.name: {**{f"s{size}": f"{run}.{s.name}.s{size}" for size in sizes}, "latency": f"{run}.{s.name}.lat"}
-        for s in sys_objs
-    }
-    for per in topics.values():
-        for t in per.values():
-            ensure_topic(e_admin, t, partitions)
-    results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
-    started, rss = {}, {}
-    try:
-        for s in sys_objs:
-            started[s.name] = time.monotonic()
-            s.start(list(topics[s.name].values()), partitions, continuous=True)
-            rss[s.name] = PeakRss(s.pid).start()
-        up = _wait_until_copying(sys_objs, {s.name: topics[s.name]["latency"] for s in sys_objs}, partitions, timeout)
-
-        def phases(s: System) -> None:
-            for size in sizes:
-                topic = topics[s.name][f"s{size}"]
-                try:
-                    r = _backlog_while_running(s, topic, partitions, size, records, timeout)
-                    r["startup_seconds"] = round(up[s.name] - started[s.name], 2)
-                except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
-                    r = failed(BACKLOG_METRICS, e, records=records, complete=False)
-                results[s.name][f"s{size}"] = r
-                say(
-                    f"[bench] {s.name:<8} s{size}: {r['records_per_s']} records/s, "
-                    f"copied {r['copied']}/{r['records']} (one start)"
-                )
-            if s.name in NO_LATENCY:
-                return
-            try:
-                by_rate = measure_latency(
-                    s, topics[s.name]["latency"], partitions, latency_rates, latency_seconds, warmup_seconds, timeout
-                )
-                figures = {rate: latency_figures([r]) for rate, r in by_rate.items()}
-            except Exception as e:  # noqa: BLE001 - as above
-                figures = {rate: failed(LATENCY_METRICS, e) for rate in latency_rates}
-            for rate, r in figures.items():
-                results[s.name][latency_phase_name(rate)] = r
-                say(
-                    f"[bench] {s.name:<8} latency at {rate:,}/s: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms (one start)"
-                )
-
-        # all systems at once, each on its own topics: the quick run proves the plumbing in
-        # under a minute; its figures are not a comparison (the full run measures one at a time)
-        with ThreadPoolExecutor(len(sys_objs)) as pool:
-            list(pool.map(phases, sys_objs))
-    finally:
-        for s in sys_objs:
-            s.stop()
-    for s in sys_objs:
-        peak = megabytes(rss[s.name].stop()) if s.name in rss else None
-        for r in results[s.name].values():
-            r["peak_rss_mb"] = peak
-    return results
-
-
-def _wait_until_copying(
-    systems: list[System], topics: dict[str, str], partitions: int, timeout: float
-) -> dict[str, float]:
-    """Ping each system's ``topics[name]`` until a record arrives on its target; returns when
-    (monotonic) each did. All at once, so no system's start-up waits for another's."""
-    pinger = load.producer(systems[0].source, **{"linger.ms": 0})
-    deadline = time.monotonic() + timeout
-    probes: dict[str, load.ArrivalProbe] = {}
-    up: dict[str, float] = {}
-    try:
-        while len(up) < len(systems):
-            for s in systems:
-                if s.name in up:
-                    continue
-                if not s.alive() or time.monotonic() > deadline:
-                    raise RuntimeError(f"{s.name}: no record came through within {timeout:.0f}s\n{s.log_tail()}")
-                probe = probes.get(s.name)
-                if probe is None and load.topic_exists(s.target, s.target_topic(topics[s.name])):
-                    probe = probes[s.name] = load.ArrivalProbe(s.target, s.target_topic(topics[s.name]), partitions)
-                    probe.start()
-                if probe is not None and probe.seen:
-                    up[s.name] = time.monotonic()
-                    continue
-                pinger.produce(topics[s.name], key=b"ping", value=b"ping")
-            pinger.flush(10)
-            time.sleep(0.2)
-        return up
-    finally:
-        for probe in probes.values():
-            probe.stop()
-
-
-def _backlog_while_running(
-    system: System, topic: str, partitions: int, size: int, records: int, timeout: float
-) -> dict:
-    t0 = time.monotonic()
-    load.produce_backlog(system.source, topic, records, size, partitions)
-    ends = load.end_offsets(AdminClient(client_config(system.source)), topic, partitions)
-    tl = load.watch_arrivals(
-        system.target,
-        system.target_topic(topic),
-        partitions,
-        lambda total: system.done(topic, partitions, ends, total),
-        t0,
-        timeout,
-        alive=system.alive,
-    )
-    return {
-        **_copy_figures(system, topic, partitions, size, records, tl),
-        "startup_seconds": None,
-        "launch_to_done_seconds": None,
-        "startup_timeline": None,
-        "peak_rss_mb": None,
-    }
-
-
 def run_bench(
     config_path: Path,
     workdir: Path,
@@ -362,12 +250,12 @@ def run_bench(
     systems: tuple[str, ...] = SYSTEMS,
     timeout: float = 900.0,
     say=print,
-    one_start: bool = False,
     keep_topics: bool = False,
     warmup_records: int = 0,
     latency_rounds: int = 1,
     backlog_rounds: int = 1,
     brokers: tuple[int, ...] = (),
+    cold_round: bool = False,
 ) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`).
     ``brokers``: the lab brokers' pids, whose CPU each backlog's window counts apart."""
@@ -386,33 +274,31 @@ def run_bench(
             "latency_rates": list(latency_rates),
             "latency_seconds": latency_seconds,
             "latency_warmup_seconds": warmup_seconds,
-            "latency_rounds": 1 if one_start else latency_rounds,
-            "backlog_rounds": 1 if one_start else backlog_rounds,
+            "latency_rounds": latency_rounds,
+            "backlog_rounds": backlog_rounds,
+            "cold_round": cold_round,
+            "brokers_per_cluster": len(e_admin.list_topics(timeout=10).brokers),
+            "mm2_deviations": {s.name: deviations(s.settings) for s in sys_objs if isinstance(s, Mm2)},
         }
-        if one_start:
-            results = one_start_phases(
-                sys_objs,
-                run,
-                records,
-                sizes,
-                partitions,
-                list(latency_rates),
-                latency_seconds,
-                warmup_seconds,
-                min(timeout, 300),
-                say,
-            )
-            _nothing_new_phase(sys_objs, results, f"{run}.ours.s{sizes[0]}", say)
-            return flatten(params, {s.name: s.guarantee for s in sys_objs}, results)
         if warmup_records > 0:
             warm_brokers(cfg, workdir, run, warmup_records, partitions, timeout, say)
             warm_systems(sys_objs, e_admin, f"{run}.warmup.systems", warmup_records, partitions, timeout, say)
         results: dict[str, dict[str, dict]] = {s.name: {} for s in sys_objs}
         for size in sizes:
-            for s, r in backlog_rounds_phase(
-                sys_objs, e_admin, f"{run}.s{size}", records, size, partitions, backlog_rounds, timeout, say, brokers
+            for s, phases in backlog_rounds_phase(
+                sys_objs,
+                e_admin,
+                f"{run}.s{size}",
+                records,
+                size,
+                partitions,
+                backlog_rounds,
+                timeout,
+                say,
+                brokers,
+                cold_round,
             ).items():
-                results[s][f"s{size}"] = r
+                results[s].update(phases)
         _nothing_new_phase(sys_objs, results, f"{run}.s{sizes[0]}", say)
         for s, phases in latency_rounds_phase(
             [s for s in sys_objs if s.name not in NO_LATENCY],
@@ -490,43 +376,75 @@ def backlog_rounds_phase(
     timeout: float,
     say=print,
     brokers: tuple[int, ...] = (),
-) -> dict[str, dict]:
+    cold_round: bool = False,
+) -> dict[str, dict[str, dict]]:
     """Every system's backlog of ``size``-byte records in ``rounds`` rounds, in the order of
-    :func:`~kafka_dr.bench.report.round_schedule`; each round copies a backlog of its own
-    (``topic``, then ``topic.r<n>``: ours writes into the source topic's name, so a copy needs a
-    fresh source topic), produced just before it with the same records. The figures per system
-    over its rounds (:func:`~kafka_dr.bench.report.backlog_figures`); a system whose round fails
-    is not measured again, and its figures carry the error."""
+    :func:`~kafka_dr.bench.report.round_schedule`, and with ``cold_round`` one more in which the
+    page cache is dropped before each system (:func:`kafka_dr.bench.disk.drop_caches`). Each
+    round copies a backlog of its own (``topic``, then ``topic.r<n>``: ours writes into the
+    source topic's name, so a copy needs a fresh source topic), produced just before it with
+    fresh records. Returns per system ``{"s<size>": figures over the warm rounds,
+    "s<size>cold": the cold round's}`` (:func:`~kafka_dr.bench.report.backlog_figures`); a
+    system whose round fails is not measured again, and its figures carry the error."""
     east = sys_objs[0].source
-    done: dict[str, list[dict]] = {s.name: [] for s in sys_objs}
+    warm, cold = f"s{size}", f"s{size}cold"
+    done: dict[str, dict[str, list[dict]]] = {s.name: {warm: [], cold: []} for s in sys_objs}
     failures: dict[str, dict] = {}
-    for i, order in enumerate(round_schedule(sys_objs, rounds)):
+    schedule = round_schedule(sys_objs, rounds) + ([list(sys_objs)] if cold_round else [])
+    for i, order in enumerate(schedule):
+        phase = cold if i >= rounds else warm
         sources = source_topics(sys_objs, topic if i == 0 else f"{topic}.r{i}")
-        ends_of = {}
+        ends_of, wire_of = {}, {}
         for t in sorted(set(sources.values())):
-            secs, ends_of[t] = fresh_backlog(e_admin, east, t, records, size, partitions)
-            say(f"[bench] {t}: {records:,} records of {size} B produced in {secs:.1f}s")
+            produced, ends_of[t] = fresh_backlog(e_admin, east, t, records, size, partitions)
+            wire_of[t] = produced.wire_bytes
+            say(
+                f"[bench] {t}: {records:,} records of {size} B produced in {produced.seconds:.1f}s, "
+                f"{_f_mb(produced.wire_bytes)} MB on the wire"
+            )
         for s in order:
             t, ends = sources[s.name], ends_of[sources[s.name]]
             if s.name in failures:
                 continue
             synced = disk.write_back()
-            step = f"s{size}" if rounds == 1 else f"s{size} round {i + 1}/{rounds}"
+            dropped = disk.drop_caches() if phase == cold else False
+            step = "cold cache" if phase == cold else "" if rounds == 1 else f"round {i + 1}/{rounds}"
+            step = f"s{size} {step}".rstrip()
             try:
                 r = {**backlog_phase(s, t, partitions, size, ends, timeout, brokers), "synced_mb": synced}
             except Exception as e:  # noqa: BLE001 - one system failing must not hide the others' figures
                 failures[s.name] = failed(BACKLOG_METRICS, e, records=sum(ends), complete=False, synced_mb=synced)
+                failures[s.name]["failed_in"] = phase
                 say(f"[bench] {s.name:<8} {step}: FAILED: {failures[s.name]['error']}")
                 continue
-            done[s.name].append(r)
+            r["source_wire_mb"] = None if wire_of[t] is None else round(wire_of[t] / 1e6, 3)
+            if phase == cold:
+                r["cache_dropped"] = dropped
+            done[s.name][phase].append(r)
+            cache = {warm: "", cold: ", page cache dropped" if dropped else ", page cache NOT dropped (not root)"}
             say(
                 f"[bench] {s.name:<8} {step}: {r['records_per_s']:,} records/s over {r['copy_seconds']}s "
-                f"(start-up {r['startup_seconds']}s), copied {r['copied']:,}/{r['records']:,}, "
-                f"peak RSS {r['peak_rss_mb']} MB, {synced} MB synced first; "
-                f"CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, brokers {r['cpu_broker_cores']}, "
-                f"steal {r['cpu_steal_cores']} cores"
+                f"(start-up {r['startup_seconds']}s), launch to exit {r['launch_to_exit_seconds']}s, "
+                f"copied {r['copied']:,}/{r['records']:,}, peak RSS {r['peak_rss_mb']} MB, {synced} MB synced first"
+                f"{cache[phase]}; CPU busy {r['cpu_busy_cores']}, own {r['cpu_own_cores']}, "
+                f"brokers {r['cpu_broker_cores']}, steal {r['cpu_steal_cores']} cores; "
+                f"whole run {r['run_cpu_us_per_record']} us/record"
             )
-    return {s.name: failures.get(s.name) or backlog_figures(done[s.name]) for s in sys_objs}
+    out: dict[str, dict[str, dict]] = {}
+    for s in sys_objs:
+        runs, failure = done[s.name], failures.get(s.name)
+        # a failure voids its phase and every phase after it (the system is not run again)
+        out[s.name] = {warm: failure if failure and failure["failed_in"] == warm else backlog_figures(runs[warm])}
+        if cold_round:
+            out[s.name][cold] = failure or {
+                **backlog_figures(runs[cold]),
+                "cache_dropped": runs[cold][0]["cache_dropped"],
+            }
+    return out
+
+
+def _f_mb(b: int | None) -> str:
+    return "?" if b is None else f"{b / 1e6:,.1f}"
 
 
 @contextmanager

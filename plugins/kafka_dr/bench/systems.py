@@ -1,12 +1,15 @@
-"""The five systems under test behind one small interface.
+"""The systems under test behind one small interface.
 
 Each replicates one source topic of the lab's ``east`` into a target topic of its own on
 ``west`` (so runs never interfere): ours into the same name (provenance policy, as the lab's
-flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy), MirrorMaker 2
-with exactly-once into ``east.eos.<topic>``, the raw pipe (a pipe per core) into
-``raw.<topic>`` and the one-process raw pipe into ``raw1.<topic>``.
+flows), MirrorMaker 2 into ``east.<topic>`` (its default replication policy; a task per core),
+with ``tasks.max = 1`` as it ships into ``east.t1.<topic>``, with exactly-once into
+``east.eos.<topic>`` (a transaction per poll, as it ships) and ``east.eosi.<topic>`` (a
+transaction per interval), the raw pipe (a pipe per core) into ``raw.<topic>`` and the
+one-process raw pipe into ``raw1.<topic>``.
 ``start(topics, continuous)`` launches the system as its own process (tree) for one topic or
-several, ``done(...)`` says whether a backlog is completely copied, ``stop()`` ends it.
+several, ``done(...)`` says whether a backlog is completely copied, ``finish()`` waits for a
+batch run's exit, ``stop()`` ends it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafka_dr.bench.mm2 import MirrorMaker2, Mm2Settings
+from kafka_dr.bench.procmem import group_alive
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
@@ -51,6 +55,9 @@ def start_up_timeline(log: str, launched: float) -> dict[str, float]:
 class System:
     name = ""
     guarantee = ""
+    #: a batch run ends by itself once its backlog is copied; a system that never does
+    #: (MirrorMaker 2) is stopped the moment its copy is done, as a batch user would
+    exits_when_done = True
 
     def __init__(self, cfg: DrConfig, workdir: Path, source: str = "east", target: str = "west") -> None:
         self.cfg = cfg
@@ -87,6 +94,26 @@ class System:
                 self.proc.kill()
                 self.proc.wait(10)
         self.proc = None
+
+    def finish(self, timeout: float) -> float:
+        """Once the copy is done: until every process of the system is gone (its own exit, or
+        after :meth:`stop` for one that never exits); returns when (monotonic). Its processes
+        are one session, so a JVM its launcher leaves behind still counts."""
+        assert self.proc is not None
+        pgid = self.proc.pid
+        if self.exits_when_done:
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                raise TimeoutError(f"{self.name} did not exit within {timeout:.0f}s of its copy being done") from None
+        else:
+            self.stop()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not group_alive(pgid):
+                return time.monotonic()
+            time.sleep(0.02)
+        raise TimeoutError(f"{self.name}: processes of its session still running {timeout:.0f}s after it exited")
 
     def _spawn(self, cmd: list[str], log_name: str, env: dict | None = None) -> None:
         with open(self.workdir / log_name, "ab") as out:
@@ -228,12 +255,18 @@ class Ours(System):
 
 
 class Mm2(System):
+    """MirrorMaker 2, ``tasks.max`` one per core (the machine's limit; it ships with 1)."""
+
     name = "mm2"
     guarantee = "at-least-once (MirrorMaker 2 default)"
+    exits_when_done = False
+    #: ``tasks.max``; None: one per core
+    tasks: int | None = None
 
     def __init__(self, cfg: DrConfig, workdir: Path, settings: Mm2Settings | None = None) -> None:
         super().__init__(cfg, workdir)
         self.settings = settings or Mm2Settings()
+        self.settings.tasks = self.tasks or os.cpu_count() or 1
         self.mm: MirrorMaker2 | None = None
 
     def target_topic(self, topic: str) -> str:
@@ -241,7 +274,8 @@ class Mm2(System):
 
     def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
         topics = [topics] if isinstance(topics, str) else topics
-        self.settings.tasks = partitions * len(topics)
+        # remote and internal topics replicated as the lab's own (3 of 3 brokers, 1 of 1)
+        self.settings.replication_factor = min(3, len(self._t_admin.list_topics(timeout=10).brokers))
         self.settings.run_id = f"kafka-dr-bench-{self.name}.{topics[0]}"
         self.mm = MirrorMaker2(
             self.workdir / topics[0], self.source, self.target, "|".join(re.escape(t) for t in topics), self.settings
@@ -252,28 +286,43 @@ class Mm2(System):
         return self.mm.log_tail(n) if self.mm else ""
 
 
-class Mm2ExactlyOnce(Mm2):
-    """MirrorMaker 2 with its exactly-once source support: the like-for-like comparison for
-    ours (each poll's records and source offsets in one transaction; ``read_committed``
-    readers). Its remote topics are ``east.eos.<topic>``, so both MirrorMaker runs of one
-    bench run write topics of their own."""
+class Mm2OneTask(Mm2):
+    """MirrorMaker 2 with ``tasks.max = 1``, as it ships. Remote topics ``east.t1.<topic>``."""
 
-    name = "mm2eos"
-    guarantee = "exactly-once (MirrorMaker 2 EOS source, txns)"
+    name = "mm2t1"
+    tasks = 1
 
     def __init__(self, cfg: DrConfig, workdir: Path) -> None:
-        super().__init__(cfg, workdir, Mm2Settings(exactly_once=True, separator=".eos."))
+        super().__init__(cfg, workdir, Mm2Settings(separator=".t1."))
+
+
+class Mm2ExactlyOnce(Mm2):
+    """MirrorMaker 2 with its exactly-once source support: the like-for-like comparison for
+    ours (``read_committed`` readers), a transaction per poll as it ships
+    (``transaction.boundary = poll``). Its remote topics are ``east.eos.<topic>``, so every
+    MirrorMaker run of one bench run writes topics of its own."""
+
+    name = "mm2eos"
+    guarantee = "exactly-once (MirrorMaker 2 EOS source, txn per poll)"
+    #: ``transaction.boundary = interval``: transactions as long as ours may last (a backlog
+    #: chunk's time bound, a streaming task's commit interval); False: per poll, as shipped
+    interval_boundary = False
+
+    def __init__(self, cfg: DrConfig, workdir: Path, separator: str = ".eos.") -> None:
+        super().__init__(cfg, workdir, Mm2Settings(exactly_once=True, separator=separator))
         self._offsets: Consumer | None = None
         self._copied: dict[tuple[str, int], int] = {}
 
     def start(self, topics: str | list[str], partitions: int, continuous: bool) -> None:
-        # transactions as long as ours may last: a backlog chunk's time bound, a streaming
-        # task's commit interval (MirrorMaker's default is a transaction per poll)
-        self.settings.transaction_interval_ms = round(
-            1000 * (JobOptions.commit_seconds if continuous else CopyTuning.chunk_seconds)
-        )
+        self.set_transaction_boundary(continuous)
         super().start(topics, partitions, continuous)
         self._close_offsets()
+
+    def set_transaction_boundary(self, continuous: bool) -> None:
+        if self.interval_boundary:
+            self.settings.transaction_interval_ms = round(
+                1000 * (JobOptions.commit_seconds if continuous else CopyTuning.chunk_seconds)
+            )
 
     def done(self, topic: str, partitions: int, source_ends: list[int], target_total: int) -> bool:
         """Copy complete = MirrorMaker's committed source offsets reached every partition's end
@@ -311,6 +360,18 @@ class Mm2ExactlyOnce(Mm2):
     def stop(self, grace: float = 60.0) -> None:
         super().stop(grace)
         self._close_offsets()
+
+
+class Mm2ExactlyOnceInterval(Mm2ExactlyOnce):
+    """MirrorMaker 2 exactly-once with ``transaction.boundary = interval``, transactions as
+    long as ours may last. Remote topics ``east.eosi.<topic>``."""
+
+    name = "mm2eosint"
+    guarantee = "exactly-once (MirrorMaker 2 EOS source, txn per interval)"
+    interval_boundary = True
+
+    def __init__(self, cfg: DrConfig, workdir: Path) -> None:
+        super().__init__(cfg, workdir, separator=".eosi.")
 
 
 class RawPipe(System):

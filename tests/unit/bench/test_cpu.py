@@ -102,3 +102,31 @@ def test_a_process_that_exits_inside_the_window_keeps_its_cpu():
     window.stop()
     f = window.figures(start, end, records=1)
     assert f["cpu_own_cores"] * (end - start) >= 0.3, f
+
+
+def test_a_whole_run_counts_the_machines_busy_cpu_minus_its_idle_baseline():
+    from kafka_dr.bench.cpu import run_figures
+
+    # 10 s at 100 ticks/s: user 1200, system 300, irq 0, softirq 100 busy -> 16 CPU-s; idle 0.1 cores x 10 s
+    a = CpuSample(100.0, (0, 0, 0, 0, 0, 0, 0, 0), {})
+    b = CpuSample(110.0, (1200, 0, 300, 400, 50, 0, 100, 20), {})
+    assert run_figures(a, b, records=1_000_000, idle_cores=0.1, ticks=100) == {
+        "run_cpu_seconds": 15.0,
+        "run_cpu_us_per_record": 15.0,
+    }
+    # never negative, and no time no figure
+    assert run_figures(a, b, 10, idle_cores=5.0, ticks=100)["run_cpu_seconds"] == 0.0
+    assert set(run_figures(a, a, 10, 0.1).values()) == {None}
+
+
+def test_the_idle_baseline_is_what_the_machine_burns_while_this_process_waits():
+    from kafka_dr.bench.cpu import idle_cores
+
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+        busy = idle_cores(0.5)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert 0.8 <= busy <= (os.cpu_count() or 1)  # one core spinning is not idle

@@ -1,5 +1,7 @@
 """The benchmark's report (kafka_dr.bench.report) with literal figures."""
 
+import os
+
 import pytest
 
 from kafka_dr.bench.mm2 import Mm2Checkpoint, decode_checkpoint
@@ -25,6 +27,9 @@ PARAMS = {
     "latency_warmup_seconds": 1.0,
     "latency_rounds": 2,
     "backlog_rounds": 1,
+    "cold_round": False,
+    "brokers_per_cluster": 3,
+    "mm2_deviations": {"mm2": {"tasks.max": "1 -> 2"}},
 }
 
 
@@ -35,6 +40,9 @@ def backlog(rps, mbps):
         "copy_seconds": 1.0,
         "startup_seconds": 2.0,
         "launch_to_done_seconds": 3.0,
+        "launch_to_exit_seconds": 3.5,
+        "run_cpu_us_per_record": rps / 50,
+        "source_wire_mb": 0.12,
         "startup_timeline": {"first record": 2.0},
         "cpu_us_per_record": rps / 100,
         "records": 1000,
@@ -85,6 +93,9 @@ def test_flatten_has_every_figure_and_the_ratios():
         flat["ratio_ours_rawpipe_s100_records_per_s"] == 0.5 and flat["ratio_ours_rawpipe1_s100_records_per_s"] == 0.8
     )
     assert flat["ratio_ours_rawpipe_s100_cpu_us_per_record"] == 0.5 and flat["ours_s100_launch_to_done_seconds"] == 3.0
+    # the whole run's ratios beside the copy window's
+    assert flat["ratio_ours_rawpipe_s100_run_cpu_us_per_record"] == 0.5
+    assert flat["ratio_ours_rawpipe_s100_launch_to_exit_seconds"] == 1.0
     assert flat["ratio_ours_mm2_latency500_p99_ms"] == 15.0
     assert flat["ratio_ours_mm2_latency500_p99_ms_by_round"] == [15.141, 14.861]
     assert flat["ratio_ours_mm2eos_s100_records_per_s"] == 2.0 and flat["ratio_ours_mm2eos_latency500_p99_ms"] == 0.5
@@ -263,3 +274,75 @@ def test_the_start_up_timeline_is_read_from_the_jobs_log_and_averaged_over_round
         ("query started", 12.0),
         ("first record", 20.0),
     ]
+
+
+def test_a_whole_run_is_the_median_round_with_each_round_and_the_spread_beside_it():
+    rounds = [
+        {**backlog(1000, 0.1), "launch_to_exit_seconds": x, "run_cpu_us_per_record": c, "source_wire_mb": 0.5}
+        for x, c in ((9.0, 4.0), (7.0, 5.0), (8.0, 6.0))
+    ]
+    f = backlog_figures(rounds)
+    assert f["launch_to_exit_seconds"] == 8.0 and f["launch_to_exit_seconds_by_round"] == [9.0, 7.0, 8.0]
+    assert f["launch_to_exit_seconds_spread"] == round(9 / 7, 3)
+    assert f["run_cpu_us_per_record"] == 5.0 and f["run_cpu_us_per_record_spread"] == 1.5
+    assert f["source_wire_mb"] == 1.5  # the rounds' backlogs together
+
+
+def test_a_round_without_a_whole_run_figure_leaves_it_none_not_zero():
+    f = backlog_figures([{**backlog(1000, 0.1), "launch_to_exit_seconds": None, "source_wire_mb": None}])
+    assert f["launch_to_exit_seconds"] is None and f["launch_to_exit_seconds_spread"] is None
+    assert f["source_wire_mb"] is None
+
+
+def test_the_table_shows_launch_to_exit_and_the_whole_runs_cpu_of_every_phase_the_cold_one_included():
+    results = {
+        "ours": {
+            "s100": backlog(800, 0.08),
+            "s100cold": {**backlog(700, 0.07), "launch_to_exit_seconds": 12.25},
+            "nothing_new": RESULTS["ours"]["nothing_new"],
+        },
+        "rawpipe": {"s100": backlog(1600, 0.16), "s100cold": backlog(1500, 0.15)},
+    }
+    flat = flatten({**PARAMS, "cold_round": True, "latency_rates": []}, GUARANTEES, results)
+    assert expected_keys(["ours", "rawpipe"], [100], [], cold_round=True) <= set(flat)
+    text = table(flat)
+    assert "Whole run, launch to exit" in text
+    rows = [line.split() for line in text.splitlines() if line.startswith(("ours ", "rawpipe "))]
+    assert ["ours", "s100", "3.50", "-", "16.0", "-", "120"] in rows  # 0.12 MB of 1,000 records: 120 B each
+    assert ["ours", "s100cold", "12.25", "-", "14.0", "-", "120"] in rows
+    assert flat["ratio_ours_rawpipe_s100cold_launch_to_exit_seconds"] == 3.5
+
+
+def test_mm2_deviations_name_each_setting_that_differs_from_what_it_ships_with():
+    from kafka_dr.bench.mm2 import Mm2Settings, deviations
+
+    d = deviations(Mm2Settings(tasks=2))
+    assert d["tasks.max"] == "1 -> 2" and d["producer linger.ms"] == "5 -> 10"
+    assert d["consumer isolation.level"] == "read_uncommitted -> read_committed"
+    assert d["emit.checkpoints.enabled"] == "true -> false"
+    assert "producer acks" not in d and "transaction.boundary" not in d  # as shipped
+    assert "tasks.max" not in deviations(Mm2Settings(tasks=1))
+    assert "transaction.boundary" not in deviations(Mm2Settings(exactly_once=True))  # per poll, as shipped
+    assert deviations(Mm2Settings(exactly_once=True, transaction_interval_ms=5000))["transaction.boundary"] == (
+        "poll -> interval (5000 ms)"
+    )
+
+
+def test_mirrormakers_exactly_once_ships_a_transaction_per_poll_and_the_interval_variant_lasts_as_ours(tmp_path):
+    from kafka_dr.bench.systems import Mm2ExactlyOnce, Mm2ExactlyOnceInterval, Mm2OneTask
+    from kafka_dr.core.config_load import load_config
+
+    cfg_file = tmp_path / "kafka-dr.yaml"
+    cfg_file.write_text(
+        "clusters:\n  east: {bootstrap_servers: '127.0.0.1:1'}\n  west: {bootstrap_servers: '127.0.0.1:2'}\n"
+        "flows:\n  - {name: east_to_west, source: east, target: west}\n"
+    )
+    cfg = load_config(cfg_file)
+    shipped, interval = Mm2ExactlyOnce(cfg, tmp_path), Mm2ExactlyOnceInterval(cfg, tmp_path)
+    for continuous, ms in ((False, 5000), (True, 100)):
+        shipped.set_transaction_boundary(continuous)
+        interval.set_transaction_boundary(continuous)
+        assert shipped.settings.transaction_interval_ms is None and interval.settings.transaction_interval_ms == ms
+    assert shipped.settings.tasks == (os.cpu_count() or 1) and Mm2OneTask(cfg, tmp_path).settings.tasks == 1
+    names = {s.target_topic("t") for s in (shipped, interval, Mm2OneTask(cfg, tmp_path))}
+    assert names == {"east.eos.t", "east.eosi.t", "east.t1.t"}  # each writes topics of its own
