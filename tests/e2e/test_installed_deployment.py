@@ -110,7 +110,8 @@ def _config(lab, d: dict, spark_master: str, topic: str) -> Path:
     for f in doc["flows"]:
         f["topics"] = {"allow": [re.escape(topic)]}
         f.update({"mode": "incremental", "enabled": f["source"] == "east"})
-    doc["spark"] = {**spark_section(spark_master), "executor_env": str(archive)}
+    # every backlog on the executors, however small (else the driver copies it without Spark)
+    doc["spark"] = {**spark_section(spark_master), "executor_env": str(archive), "driver_copy_max_records": 0}
     doc["spark"]["conf"]["spark.cores.max"] = "2"  # both workers' executors
     path = d["home"] / "kafka-dr.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))

@@ -168,12 +168,15 @@ def test_a_full_run_warms_the_brokers_up_first_and_deletes_that_topic_too(lab, l
         assert not left, (cluster.name, left)
 
 
-def test_ours_beside_itself_with_its_exporter_scraped_each_copying_a_backlog_of_its_own(lab, lab_config):
-    """``--systems ours,ours_scraped`` on the full run's path (one system after another): both
-    write into their source topic's name, so the second gets a twin backlog of the same records;
-    each copies all of its own, and the exporter beside ``ours_scraped`` was read and scraped."""
+def test_ours_beside_itself_on_spark_and_with_its_exporter_scraped_each_copying_a_backlog_of_its_own(lab, lab_config):
+    """``--systems ours,ours_spark,ours_scraped`` on the full run's path (one system after
+    another): all write into their source topic's name, so the second and third get a twin
+    backlog of the same records; each copies all of its own; ours copies its small backlog in
+    the driver and ours_spark with Spark; the exporter beside ``ours_scraped`` was read and
+    scraped."""
     proc = subprocess.run(
-        [sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root), "--systems", "ours,ours_scraped"]
+        [sys.executable, "-m", "kafka_dr.cli", "bench", "--dir", str(lab.root)]
+        + ["--systems", "ours,ours_spark,ours_scraped"]
         + ["--records", "10000", "--sizes", "100", "--latency-rates", "1000", "--latency-seconds", "1"]
         + ["--latency-warmup", "0", "--latency-rounds", "1", "--backlog-rounds", "1", "--warmup-records", "0"]
         + ["--no-cold-round"],
@@ -183,11 +186,17 @@ def test_ours_beside_itself_with_its_exporter_scraped_each_copying_a_backlog_of_
     )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
-    for system in ("ours", "ours_scraped"):
+    for system in ("ours", "ours_spark", "ours_scraped"):
         assert figures[f"{system}_s100_complete"] is True and figures[f"{system}_s100_copied"] == 10000, system
-    twins = re.findall(r"\[bench\] (bench\.\w+\.s100\.ours_scraped): 10,000 records", proc.stdout)
-    assert len(twins) == 1, proc.stdout[-3000:]
+    for twin in ("ours_spark", "ours_scraped"):
+        assert len(re.findall(rf"\[bench\] bench\.\w+\.s100\.{twin}: 10,000 records", proc.stdout)) == 1, twin
     assert figures["ratio_ours_ours_scraped_s100_records_per_s"] > 0
+    assert figures["ratio_ours_ours_spark_s100_launch_to_exit_seconds"] > 0
+    bench_dir = lab.root / "bench" / figures["run"]
+    driver_log = "\n".join(f.read_text(errors="replace") for f in (bench_dir / "ours").glob("job-*.s100.log"))
+    spark_log = "\n".join(f.read_text(errors="replace") for f in (bench_dir / "ours_spark").glob("job-*.log"))
+    assert "copied in the driver, no Spark" in driver_log and "timeline: spark up" not in driver_log
+    assert "timeline: spark up" in spark_log and "copied in the driver" not in spark_log
     logs = list((lab.root / "bench" / figures["run"] / "ours_scraped" / "exporter").glob("*.log"))
     assert logs and any("kafka-dr exporter" in f.read_text(errors="replace") for f in logs), logs
 

@@ -1,9 +1,10 @@
 """An incremental run that finds nothing new decides so with plain Kafka clients and ends
-before any JVM starts; one that finds a single new record copies it.
+before any JVM starts; one with a small backlog copies it in its driver, without Spark; one
+told to copy every backlog with Spark (``--driver-copy-max-records 0``) needs Java.
 
-The proof that no JVM starts is from outside: the runs with nothing new are given an
-environment in which Java cannot start (``JAVA_HOME`` names a folder without it, and no
-``java`` is on the ``PATH``); the same environment fails a run that has a record to copy.
+The proof that no JVM starts is from outside: those runs are given an environment in which
+Java cannot start (``JAVA_HOME`` names a folder without it, and no ``java`` is on the
+``PATH``); the same environment fails a run that must start Spark.
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def _config(lab, tmp_path: Path, topic: str) -> Path:
     return path
 
 
-def _replicate(config: Path, java: bool) -> subprocess.CompletedProcess:
-    """``kafka-dr replicate`` as a user types it; without Java when ``java`` is False."""
+def _replicate(config: Path, java: bool, *more: str) -> subprocess.CompletedProcess:
+    """``kafka-dr replicate`` as a user types it (``more`` arguments after it); without Java
+    when ``java`` is False."""
     venv_bin = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": f"{venv_bin}:{os.environ['PATH']}"}
     if not java:
@@ -51,7 +53,7 @@ def _replicate(config: Path, java: bool) -> subprocess.CompletedProcess:
         env.update(JAVA_HOME=str(no_java), PATH=":".join(path))
         assert shutil.which("java", path=env["PATH"]) is None
     command = ["kafka-dr", "replicate", "--config", str(config), "--flow", "east_to_west", "--mode", "incremental"]
-    return subprocess.run([*command, "--json"], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+    return subprocess.run([*command, *more, "--json"], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
 
 
 def _summary(proc: subprocess.CompletedProcess) -> dict:
@@ -59,21 +61,24 @@ def _summary(proc: subprocess.CompletedProcess) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])["kafka_dr.summary"]
 
 
-def test_nothing_new_starts_no_jvm_and_one_new_record_is_copied(lab, lab_config, tmp_path, topic_name):
+def test_nothing_new_and_a_small_backlog_start_no_jvm_and_a_run_told_to_use_spark_needs_it(
+    lab, lab_config, tmp_path, topic_name
+):
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     ensure_topic(clients.admin(east), topic_name, partitions=3)  # partition 2 stays empty
     sent = produce_varied(east, topic_name, "first", 20, partitions=2)
     config = _config(lab, tmp_path, topic_name)
 
-    first = _summary(_replicate(config, java=True))
+    first = _summary(_replicate(config, True, "--driver-copy-max-records", "0"))  # with Spark
     assert (first["stopped_by"], first["written_by_topic"]) == ("completed", {topic_name: 20}), first
+    check_replica("west", read_topic(west, topic_name), sent)
     again = _summary(_replicate(config, java=False))
     assert (again["stopped_by"], again["records_written"], again["batches"]) == ("nothing new", 0, 0), again
 
     later = produce_varied(east, topic_name, "later", 1, partitions=1)
-    refused = _replicate(config, java=False)  # something to copy: Spark must start, and cannot
+    refused = _replicate(config, False, "--driver-copy-max-records", "0")  # Spark must start, and cannot
     assert refused.returncode != 0, refused.stdout
-    copied = _summary(_replicate(config, java=True))
-    assert copied["written_by_topic"] == {topic_name: 1}, copied
+    copied = _summary(_replicate(config, java=False))  # a small backlog: copied in the driver, no JVM
+    assert (copied["stopped_by"], copied["written_by_topic"]) == ("completed", {topic_name: 1}), copied
     check_replica("west", read_topic(west, topic_name), sent + later)
     assert _summary(_replicate(config, java=False))["stopped_by"] == "nothing new"

@@ -40,7 +40,7 @@ FULL = {
     "backlog_rounds": 3,
     "cold_round": True,
     "brokers": 3,
-    "systems": SYSTEMS[:7],
+    "systems": SYSTEMS[:8],
 }
 
 

@@ -20,7 +20,7 @@ import statistics
 
 #: every system the bench knows, ours first (the ratios are ours / each other one); ours_scraped
 #: (ours with its exporter read and scraped every second) only when asked for
-SYSTEMS = ("ours", "mm2", "mm2t1", "mm2eos", "mm2eosint", "rawpipe", "rawpipe1", "ours_scraped")
+SYSTEMS = ("ours", "mm2", "mm2t1", "mm2eos", "mm2eosint", "rawpipe", "rawpipe1", "ours_spark", "ours_scraped")
 BACKLOG_METRICS = (
     "records_per_s",
     "mb_per_s",

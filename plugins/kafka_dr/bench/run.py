@@ -69,6 +69,7 @@ from kafka_dr.bench.systems import (
     Mm2ExactlyOnceInterval,
     Mm2OneTask,
     Ours,
+    OursSpark,
     RawPipe,
     RawPipeOneProcess,
     System,
@@ -82,9 +83,12 @@ log = logging.getLogger("kafka_dr.bench")
 
 #: seconds of small transactions on the target before anything is measured (full runs)
 WARMUP_TRANSACTION_SECONDS = 30.0
+#: the backlog ours copies before its nothing-new run
+NOTHING_NEW_RECORDS = 1_000
 #: systems measured for throughput only: below saturation one pipe runs the same code as the
-#: pipe per core, so its latency would add minutes to a run and nothing to the comparison
-NO_LATENCY = frozenset({"rawpipe1"})
+#: pipe per core, and ours_spark's continuous mode is ours', so their latency would add minutes
+#: to a run and nothing to the comparison
+NO_LATENCY = frozenset({"rawpipe1", "ours_spark"})
 
 
 def fresh_backlog(
@@ -114,6 +118,7 @@ def warm_brokers(cfg, workdir: Path, run: str, records: int, partitions: int, ti
     txns = load.transactional_traffic(
         west, f"{topic}.txn", partitions, WARMUP_TRANSACTION_SECONDS, group=f"{topic}.txn"
     )
+    drop_topics((east, west), topic, say)
     say(
         f"[bench] brokers warmed up in {time.monotonic() - t0:.1f}s (not measured): "
         f"{records:,} records produced and copied, {txns:,} transactions"
@@ -151,10 +156,13 @@ def warm_systems(
         except Exception as e:  # noqa: BLE001 - the measured round reports a failing system in full
             say(f"[bench] {s.name:<8} warm-up failed (not measured): {str(e).splitlines()[0]}")
             continue
+        finally:
+            drop_topics((s.target,), sources[s.name], say)
         say(
             f"[bench] {s.name:<8} warmed up (not measured): copied {r['copied']:,}/{r['records']:,}, "
             f"launch-to-done {r['launch_to_done_seconds']}s"
         )
+    drop_topics((sys_objs[0].source,), topic, say)
 
 
 def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
@@ -167,6 +175,7 @@ def make_systems(names, cfg, config_path: Path, workdir: Path) -> list[System]:
         "rawpipe": lambda: RawPipe(cfg, workdir),
         "rawpipe1": lambda: RawPipeOneProcess(cfg, workdir),
         "ours_scraped": lambda: OursScraped(cfg, workdir, config_path),
+        "ours_spark": lambda: OursSpark(cfg, workdir, config_path),
     }
     return [makers[n]() for n in names]
 
@@ -297,9 +306,10 @@ def run_bench(
                 say,
                 brokers,
                 cold_round,
+                keep_topics,
             ).items():
                 results[s].update(phases)
-        _nothing_new_phase(sys_objs, results, f"{run}.s{sizes[0]}", say)
+        _nothing_new_phase(sys_objs, results, e_admin, f"{run}.nothing-new", partitions, timeout, say)
         for s, phases in latency_rounds_phase(
             [s for s in sys_objs if s.name not in NO_LATENCY],
             run,
@@ -351,16 +361,30 @@ def run_scale_out_bench(
         return {"bench": "kafka-dr", "run": run, "partitions": partitions, **figures}
 
 
-def _nothing_new_phase(sys_objs: list[System], results: dict[str, dict], topic: str, say=print) -> None:
-    """Ours run again, incrementally, on a backlog topic it has copied: what a scheduled run
-    that finds nothing new costs (its figures carry the error when it fails)."""
+def _nothing_new_phase(
+    sys_objs: list[System],
+    results: dict[str, dict],
+    e_admin: AdminClient,
+    topic: str,
+    partitions: int,
+    timeout: float,
+    say=print,
+) -> None:
+    """Ours copies a small backlog of its own (``topic``, unmeasured), then runs again on it,
+    incrementally: what a scheduled run that finds nothing new costs (its figures carry the
+    error when it fails)."""
     ours = next((s for s in sys_objs if isinstance(s, Ours)), None)
     if ours is None:
         return
     try:
+        fresh_backlog(e_admin, ours.source, topic, NOTHING_NEW_RECORDS, 100, partitions)
+        ours.start(topic, partitions, continuous=False)
+        ours.finish(timeout)
         r = ours.nothing_new(topic)
     except Exception as e:  # noqa: BLE001 - the other figures stand
         r = failed(NOTHING_NEW_METRICS, e)
+    finally:
+        ours.stop()
     results[ours.name]["nothing_new"] = r
     say(f"[bench] ours     nothing new: {r['seconds']} s launch to exit, {r['cpu_seconds']} CPU-s ({r['stopped_by']})")
 
@@ -377,6 +401,7 @@ def backlog_rounds_phase(
     say=print,
     brokers: tuple[int, ...] = (),
     cold_round: bool = False,
+    keep_topics: bool = False,
 ) -> dict[str, dict[str, dict]]:
     """Every system's backlog of ``size``-byte records in ``rounds`` rounds, in the order of
     :func:`~kafka_dr.bench.report.round_schedule`, and with ``cold_round`` one more in which the
@@ -385,7 +410,9 @@ def backlog_rounds_phase(
     source topic's name, so a copy needs a fresh source topic), produced just before it with
     fresh records. Returns per system ``{"s<size>": figures over the warm rounds,
     "s<size>cold": the cold round's}`` (:func:`~kafka_dr.bench.report.backlog_figures`); a
-    system whose round fails is not measured again, and its figures carry the error."""
+    system whose round fails is not measured again, and its figures carry the error. Unless
+    ``keep_topics``, each copy is deleted once counted and each round's backlog after the round
+    (:func:`drop_topics`)."""
     east = sys_objs[0].source
     warm, cold = f"s{size}", f"s{size}cold"
     done: dict[str, dict[str, list[dict]]] = {s.name: {warm: [], cold: []} for s in sys_objs}
@@ -417,6 +444,9 @@ def backlog_rounds_phase(
                 failures[s.name]["failed_in"] = phase
                 say(f"[bench] {s.name:<8} {step}: FAILED: {failures[s.name]['error']}")
                 continue
+            finally:
+                if not keep_topics:
+                    drop_topics((s.target,), t, say)
             r["source_wire_mb"] = None if wire_of[t] is None else round(wire_of[t] / 1e6, 3)
             if phase == cold:
                 r["cache_dropped"] = dropped
@@ -430,6 +460,8 @@ def backlog_rounds_phase(
                 f"brokers {r['cpu_broker_cores']}, steal {r['cpu_steal_cores']} cores; "
                 f"whole run {r['run_cpu_us_per_record']} us/record"
             )
+        if not keep_topics:
+            drop_topics((east,), topic if i == 0 else f"{topic}.r{i}", say)
     out: dict[str, dict[str, dict]] = {}
     for s in sys_objs:
         runs, failure = done[s.name], failures.get(s.name)
@@ -441,6 +473,20 @@ def backlog_rounds_phase(
                 "cache_dropped": runs[cold][0]["cache_dropped"],
             }
     return out
+
+
+def drop_topics(clusters, part: str, say=print) -> None:
+    """Delete every topic whose name holds ``part`` on ``clusters``: a phase's topics once it is
+    measured, so a full run never holds more than a round's source and one copy (a 1 KiB round
+    of every system on 3-broker clusters would hold some 27 GB). A failure is reported, not raised."""
+    for cluster in clusters:
+        try:
+            admin = AdminClient(client_config(cluster))
+            names = [t for t in admin.list_topics(timeout=30).topics if part in t]
+            for problem in delete_topics(admin, names):
+                say(f"[bench] could not delete {cluster.name}/{problem}")
+        except Exception as e:  # noqa: BLE001 - the figures are what the run is for
+            say(f"[bench] deleting {part} topics on {cluster.name}: {e}")
 
 
 def _f_mb(b: int | None) -> str:

@@ -254,6 +254,17 @@ class Ours(System):
             self._progress = None
 
 
+class OursSpark(Ours):
+    """Ours with every backlog copied by Spark (``--driver-copy-max-records 0``), however small:
+    what a backlog above the driver-copy limit costs, beside ``ours``."""
+
+    name = "ours_spark"
+    guarantee = "as ours; a backlog always copied by Spark"
+
+    def __init__(self, cfg: DrConfig, workdir: Path, config_path: Path) -> None:
+        super().__init__(cfg, workdir, config_path, job_args=("--driver-copy-max-records", "0"))
+
+
 class Mm2(System):
     """MirrorMaker 2, ``tasks.max`` one per core (the machine's limit; it ships with 1)."""
 

@@ -191,6 +191,12 @@ class Alerts:
     webhook: WebhookAlert | None = None
 
 
+#: an incremental run with at most this many offsets to copy copies them in its driver, without
+#: a Spark session: below it, starting Spark's JVM and its workers takes longer and costs more
+#: CPU than the copy they would speed up (docs/benchmarks.md, "Small backlogs without Spark")
+DRIVER_COPY_MAX_RECORDS = 2_000_000
+
+
 @dataclass(frozen=True)
 class SparkConfig:
     """Where Spark jobs run. ``connection`` is the Airflow Spark connection id."""
@@ -203,6 +209,8 @@ class SparkConfig:
     executor_env: str | None = None
     #: the Python the executors run with ``executor_env`` (None: the driver's ``python3.<minor>``)
     executor_python: str | None = None
+    #: incremental runs: a backlog of at most this many offsets is copied without Spark (0: never)
+    driver_copy_max_records: int = DRIVER_COPY_MAX_RECORDS
 
 
 @dataclass(frozen=True)

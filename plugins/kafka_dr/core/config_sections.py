@@ -11,6 +11,7 @@ from typing import Any
 
 from kafka_dr.core.config import (
     BUILTIN_INTERNAL_PATTERNS,
+    DRIVER_COPY_MAX_RECORDS,
     Alerts,
     ClusterConfig,
     EmailAlert,
@@ -356,7 +357,9 @@ def parse_alerts(ctx: ParseContext, raw: Any) -> Alerts:
 
 
 def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
-    s = ctx.mapping(raw, "spark", {"master", "connection", "conf", "executor_env", "executor_python"})
+    s = ctx.mapping(
+        raw, "spark", {"master", "connection", "conf", "executor_env", "executor_python", "driver_copy_max_records"}
+    )
     conf = ctx.mapping(
         s.get("conf"), "spark.conf", set(s.get("conf") or {}) if isinstance(s.get("conf"), dict) else set()
     )
@@ -366,7 +369,16 @@ def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
         conf=MappingProxyType({str(k): str(v) for k, v in conf.items()}),
         executor_env=ctx.typed(s.get("executor_env"), "spark.executor_env", str) or None,
         executor_python=ctx.typed(s.get("executor_python"), "spark.executor_python", str) or None,
+        driver_copy_max_records=_driver_copy_max(ctx, s.get("driver_copy_max_records")),
     )
+
+
+def _driver_copy_max(ctx: ParseContext, raw: Any) -> int:
+    value = ctx.typed(raw, "spark.driver_copy_max_records", int, DRIVER_COPY_MAX_RECORDS, "a whole number")
+    if value < 0:
+        ctx.err("spark.driver_copy_max_records", f"{value} is negative", "0 copies every backlog with Spark")
+        return DRIVER_COPY_MAX_RECORDS
+    return value
 
 
 def parse_schema_mirror(ctx: ParseContext, raw: Any, clusters: dict[str, ClusterConfig]) -> SchemaMirrorConfig | None:

@@ -11,6 +11,7 @@ transaction owns (a killed predecessor's) is cleared first, as every run does.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.kafka.clients import SecretResolver
@@ -51,22 +52,38 @@ def start_offsets(planner: FlowPlanner, resolve: SecretResolver | None, allow_re
     return offsets
 
 
-def nothing_to_copy(
+@dataclass(frozen=True)
+class Backlog:
+    """What a run would copy: the selected partitions and the offsets between each one's start
+    and the source's end (records, plus any transaction markers among them)."""
+
+    partitions: int
+    offsets: int
+
+
+def backlog(
     cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, allow_reset: bool = False
-) -> int | None:
-    """The number of selected partitions when every one is copied up to the source's end (a run
-    would plan no batch). None when something is left to copy, and when the question gets no
-    answer (a cluster not answering, lost progress to judge): the run then decides and reports
-    it as it always does. Missing target topics are created on the way, as a run creates them."""
+) -> Backlog | None:
+    """The flow's backlog now; None when the question gets no answer (a cluster not answering,
+    lost progress to judge): the run then decides and reports it as it always does. Missing
+    target topics are created on the way, as a run creates them."""
     try:
         planner = FlowPlanner(cfg, flow, resolve)
         start = start_offsets(planner, resolve, allow_reset)
         ends = planner.latest()
     except Exception as e:  # noqa: BLE001 - the run meets it again and handles it
-        log.info("flow %s: whether anything is new is the run's to find (%s)", flow.name, e)
+        log.info("flow %s: what is new is the run's to find (%s)", flow.name, e)
         return None
-    for topic, parts in ends.items():
-        for p, end in parts.items():
-            if end > start.get(topic, {}).get(p, 0):
-                return None
-    return sum(len(parts) for parts in ends.values())
+    left = sum(
+        max(0, end - start.get(topic, {}).get(p, 0)) for topic, parts in ends.items() for p, end in parts.items()
+    )
+    return Backlog(sum(len(parts) for parts in ends.values()), left)
+
+
+def nothing_to_copy(
+    cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None, allow_reset: bool = False
+) -> int | None:
+    """The number of selected partitions when every one is copied up to the source's end (a run
+    would plan no batch); None when something is left to copy or the question gets no answer."""
+    b = backlog(cfg, flow, resolve, allow_reset)
+    return b.partitions if b is not None and b.offsets == 0 else None

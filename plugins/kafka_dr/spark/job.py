@@ -70,6 +70,9 @@ class JobOptions:
     #: one streaming task (``tasks`` 1) copies all partitions in one transaction at a time
     #: (kafka_dr.kafka.task_copier); False: a transaction per partition, as with several tasks
     task_transactions: bool = True
+    #: an incremental run with at most this many offsets to copy copies them without Spark
+    #: (None: the config's ``spark.driver_copy_max_records``)
+    driver_copy_max_records: int | None = None
 
 
 #: the pause before the first restart of a failed query; it doubles with each restart, up to the second
@@ -143,9 +146,18 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     from kafka_dr.spark.warmup import start_workers
 
     run = load_flow(opts)  # checked before Spark starts
-    if run.mode is FlowMode.INCREMENTAL and (summary := nothing_new(run)) is not None:
-        return summary
-    if spark is None:
+    in_driver = False
+    if run.mode is FlowMode.INCREMENTAL:
+        left = backlog_now(run)
+        if left is not None and left.offsets == 0:
+            return nothing_new(run, left.partitions)
+        limit = opts.driver_copy_max_records
+        limit = run.cfg.spark.driver_copy_max_records if limit is None else limit
+        # a session handed in is the caller's choice: Spark it is
+        in_driver = spark is None and left is not None and left.offsets <= limit
+        if in_driver:
+            log.info("flow %s: %d offset(s) to copy: copied in the driver, no Spark", run.flow.name, left.offsets)
+    if spark is None and not in_driver:
         spark = spark_session(
             run.cfg, f"kafka-dr-{run.flow.name}", opts.master, driver_java_options(opts.master, run.cfg.spark.conf)
         )
@@ -175,7 +187,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 deadline,
                 lambda: _attempt(spark, run, sink, stop, deadline),
                 lambda: failed_over(run),
-                lambda: jvm_answers(spark),
+                lambda: spark is None or jvm_answers(spark),
                 lambda: sink.progressed_at,
                 lambda: a_cluster_is_silent(run.cfg, run.flow),
             )
@@ -183,18 +195,24 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         sink.producer.flush(10)
 
 
-def nothing_new(run: FlowRun) -> JobSummary | None:
-    """An incremental run's summary when every partition is already copied to the source's end
-    (heartbeats included), decided with plain Kafka clients before any Spark session starts: a
-    scheduled run that finds nothing costs a second, not a Spark start-up. None: copy."""
+def backlog_now(run: FlowRun):
+    """The flow's backlog (:class:`~kafka_dr.kafka.flow_start.Backlog`), read with plain Kafka
+    clients before any Spark session starts; None when the question gets no answer (the run
+    then finds out as it always does)."""
     from kafka_dr.core.secret_refs import env_resolver
-    from kafka_dr.kafka.flow_start import nothing_to_copy
+    from kafka_dr.kafka.flow_start import backlog
+
+    return backlog(run.cfg, run.flow, env_resolver(), run.opts.allow_reset)
+
+
+def nothing_new(run: FlowRun, partitions: int) -> JobSummary:
+    """An incremental run's summary when every partition is already copied to the source's end
+    (heartbeats included): a scheduled run that finds nothing costs a second, not a Spark
+    start-up."""
+    from kafka_dr.core.secret_refs import env_resolver
     from kafka_dr.kafka.selection import SelectionWatch
 
     resolve = env_resolver()
-    partitions = nothing_to_copy(run.cfg, run.flow, resolve, run.opts.allow_reset)
-    if partitions is None:
-        return None
     log.info("flow %s: nothing new in its %d partition(s): no Spark job", run.flow.name, partitions)
     summary = JobSummary(flow=run.flow.name, stopped_by="nothing new")
     if (empty := SelectionWatch(run.cfg, run.flow, resolve).check()) is not None:  # logs its warning
@@ -381,8 +399,10 @@ def _source_options(spark, run: FlowRun, marker: str) -> dict[str, str]:
         "commit_seconds": str(o.commit_seconds),
         "stop_marker": marker,
         "transactions": "task" if o.task_transactions else "partition",
-        # fixed ranges: one task per core Spark has (spark.default.parallelism), not per partition
-        "range_tasks": str(spark.sparkContext.defaultParallelism),
+        # fixed ranges: one task per core Spark has (spark.default.parallelism), not per partition;
+        # copied in the driver: one share, its ranges one after another (a thread per share
+        # measured no faster: the copy loops share one interpreter)
+        "range_tasks": str(spark.sparkContext.defaultParallelism if spark is not None else 1),
     }
 
 
@@ -468,6 +488,13 @@ def add_arguments(p) -> None:
         action="store_true",
         help="continuous mode, one task: a transaction per partition instead of one for all of them",
     )
+    p.add_argument(
+        "--driver-copy-max-records",
+        type=int,
+        default=None,
+        help="incremental mode: a backlog of at most this many offsets is copied in the driver, without Spark "
+        "(default: the config's spark.driver_copy_max_records, 2,000,000 unless set; 0: always Spark)",
+    )
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit")
 
 
@@ -481,6 +508,7 @@ def job_options(a) -> JobOptions:
         ("--tasks", a.tasks, 1),
         ("--chunk-records", a.chunk_records, 1),
         ("--max-restarts", a.max_restarts, 0),
+        ("--driver-copy-max-records", 0 if a.driver_copy_max_records is None else a.driver_copy_max_records, 0),
     ):
         if v < least:
             raise InvalidInput([f"{flag} {v}: must be at least {least}"])
@@ -500,6 +528,7 @@ def job_options(a) -> JobOptions:
         tasks=a.tasks,
         commit_seconds=a.commit_seconds,
         task_transactions=not a.partition_transactions,
+        driver_copy_max_records=a.driver_copy_max_records,
     )
 
 

@@ -27,9 +27,11 @@ STOP_GRACE_SECONDS = 60.0
 
 def run_ranges(spark, options: dict, sink, stop, deadline: float | None) -> None:
     """Plan the flow's ranges from its committed progress to the source's end offsets now,
-    copy them in one Spark job, and hand the metrics rows to ``sink`` as batch 0. Nothing to
-    copy: no job and no batch. Raises what the planning or the job raised, unless a stop was
-    asked for (``stop``; ``deadline``, monotonic, asks for one)."""
+    copy them in one Spark job (``spark`` None: here, one share after another), and hand the
+    metrics rows to ``sink`` as batch 0. Nothing to copy: no job and no batch. Raises what the
+    planning or the job raised, unless a stop was asked for (``stop``; ``deadline``,
+    monotonic, asks for one). A copy in this process is not cancelled by a stop: it is a small
+    backlog, and it ends at a transaction's commit like any task."""
     from kafka_dr.spark.source import FIELDS, ReplicationStreamReader
 
     planner = ReplicationStreamReader(options)
@@ -38,7 +40,12 @@ def run_ranges(spark, options: dict, sink, stop, deadline: float | None) -> None
     if end == start:
         return  # like a query's trigger with no new offsets: no batch
     shares = planner.partitions(start, end)
-    rows = _copy(spark, options, shares, stop, deadline) if shares else []
+    if not shares:
+        rows = []
+    elif spark is None:  # a small backlog: copied here, as tasks would (kafka_dr.spark.job)
+        rows = list(copy_shares(options, iter(shares)))
+    else:
+        rows = _copy(spark, options, shares, stop, deadline)
     sink.record([dict(zip(FIELDS, r, strict=True)) for r in rows], 0)
 
 
