@@ -166,9 +166,14 @@ COMMANDS: dict[str, Check] = {
         RUN, r"^  active cluster would be: west$"
     ),
     # docs/benchmarks.md: minutes each; the quick run is the short version
-    ".venv/bin/kafka-dr bench": Check(PARSED, covered_by=BENCH),
-    ".venv/bin/kafka-dr bench --backlog-rounds 1 --latency-rounds 1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --quick": Check(PARSED, covered_by=BENCH),
+    ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2t1,mm2eos,mm2eosint,rawpipe,rawpipe1,ours_spark": Check(
+        PARSED, covered_by=BENCH
+    ),
+    (
+        ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092 --systems ours,ours_spark,rawpipe,rawpipe1"
+        " --latency-rates 5000 --latency-seconds 10 --latency-warmup 5 --latency-rounds 1 --warmup-records 200000"
+    ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench.group_sync --groups 1000 --partitions 8 --records 2000": Check(
         PARSED, covered_by=BENCH
     ),
@@ -176,28 +181,7 @@ COMMANDS: dict[str, Check] = {
         ".venv/bin/kafka-dr bench --records 1000000 --systems ours,ours_scraped --backlog-rounds 3 --latency-rates"
         " 5000 --latency-seconds 30 --latency-warmup 10 --warmup-records 200000"
     ): Check(PARSED, covered_by=BENCH),
-    ".venv/bin/kafka-dr bench --quick --systems ours,mm2,mm2eos,rawpipe,rawpipe1": Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
-    (
-        ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 1000000 --sizes 100 --latency-rates 1000"
-        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 3 --warmup-records 0"
-    ): Check(PARSED, covered_by=BENCH),
-    (
-        ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 1000000 --sizes 1024 --latency-rates 1000"
-        " --latency-seconds 1 --latency-warmup 0 --latency-rounds 1 --backlog-rounds 4 --warmup-records 0"
-    ): Check(PARSED, covered_by=BENCH),
-    (
-        ".venv/bin/kafka-dr bench --systems ours,rawpipe --records 3000000 --sizes 100 --latency-rates 1000"
-        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
-    ): Check(PARSED, covered_by=BENCH),
-    (
-        ".venv/bin/kafka-dr bench --systems ours --records 200000 --sizes 100 --latency-rates 1000"
-        " --latency-seconds 2 --latency-warmup 1 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
-    ): Check(PARSED, covered_by=BENCH),
-    (
-        ".venv/bin/kafka-dr bench --systems ours --records 20000 --sizes 100 --latency-rates 5000"
-        " --latency-seconds 60 --latency-warmup 30 --latency-rounds 1 --backlog-rounds 1 --warmup-records 0"
-    ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench --quick": Check(PARSED, covered_by=BENCH),
     # docs/data-quality.md: 2M records per side produced, replicated and compared; the test runs 3,000
     (
