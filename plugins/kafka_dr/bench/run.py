@@ -51,6 +51,7 @@ from kafka_dr.bench import disk, load
 from kafka_dr.bench.cpu import CpuWindow, idle_cores, run_figures, sample
 from kafka_dr.bench.latency import latency_rounds_phase
 from kafka_dr.bench.mm2 import deviations
+from kafka_dr.bench.mm2_systems import Mm2, Mm2ExactlyOnce, Mm2ExactlyOnceInterval, Mm2OneTask
 from kafka_dr.bench.procmem import PeakRss
 from kafka_dr.bench.report import (
     BACKLOG_METRICS,
@@ -63,17 +64,7 @@ from kafka_dr.bench.report import (
     round_schedule,
 )
 from kafka_dr.bench.scraped import OursScraped
-from kafka_dr.bench.systems import (
-    Mm2,
-    Mm2ExactlyOnce,
-    Mm2ExactlyOnceInterval,
-    Mm2OneTask,
-    Ours,
-    OursSpark,
-    RawPipe,
-    RawPipeOneProcess,
-    System,
-)
+from kafka_dr.bench.systems import Ours, OursSpark, RawPipe, RawPipeOneProcess, System
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config
 from kafka_dr.kafka.topics import delete_topics, ensure_topic

@@ -329,7 +329,7 @@ def test_mm2_deviations_name_each_setting_that_differs_from_what_it_ships_with()
 
 
 def test_mirrormakers_exactly_once_ships_a_transaction_per_poll_and_the_interval_variant_lasts_as_ours(tmp_path):
-    from kafka_dr.bench.systems import Mm2ExactlyOnce, Mm2ExactlyOnceInterval, Mm2OneTask
+    from kafka_dr.bench.mm2_systems import Mm2ExactlyOnce, Mm2ExactlyOnceInterval, Mm2OneTask
     from kafka_dr.core.config_load import load_config
 
     cfg_file = tmp_path / "kafka-dr.yaml"
