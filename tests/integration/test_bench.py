@@ -45,7 +45,9 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
             assert figures[k + "records_per_s"] > 0 and figures[k + "peak_rss_mb"] > 0
             # launch to exit: every process of the system gone after its copy was done
             assert figures[k + "launch_to_exit_seconds"] >= figures[k + "launch_to_done_seconds"] > 0, system
-            assert figures[k + "run_cpu_us_per_record"] > 0, system
+            # the machine's CPU minus its idle baseline: never negative; on a machine shared with other tests
+            # the baseline can be as busy as the run, so only its presence is checked here
+            assert figures[k + "run_cpu_us_per_record"] >= 0, system
             # every value is fresh random bytes: the backlog's produce requests cannot be smaller than its values
             assert figures[k + "source_wire_mb"] * 1e6 >= 0.95 * figures[k + "records"] * size, (system, size)
         assert figures[f"ratio_ours_{system}_s100_launch_to_exit_seconds"] > 0 or system == "ours"
