@@ -15,8 +15,8 @@ from pathlib import Path
 PROC = Path("/proc")
 
 
-def _parents() -> dict[int, int]:
-    out = {}
+def _stats():
+    """Every process's ``/proc/<pid>/stat`` fields after its command name: (pid, fields)."""
     for d in os.listdir(PROC):
         if not d.isdigit():
             continue
@@ -25,25 +25,17 @@ def _parents() -> dict[int, int]:
         except OSError:
             continue
         # the command name sits in parentheses and may itself contain spaces or parentheses
-        rest = stat[stat.rindex(")") + 2 :].split()
-        out[int(d)] = int(rest[1])
-    return out
+        yield int(d), stat[stat.rindex(")") + 2 :].split()
+
+
+def _parents() -> dict[int, int]:
+    return {pid: int(fields[1]) for pid, fields in _stats()}
 
 
 def group_alive(pgid: int) -> bool:
     """Whether a process of the process group ``pgid`` still runs (zombies do not count: in a
     container nothing may reap an orphan's)."""
-    for d in os.listdir(PROC):
-        if not d.isdigit():
-            continue
-        try:
-            stat = (PROC / d / "stat").read_text()
-        except OSError:
-            continue
-        rest = stat[stat.rindex(")") + 2 :].split()
-        if rest[0] != "Z" and int(rest[2]) == pgid:
-            return True
-    return False
+    return any(fields[0] != "Z" and int(fields[2]) == pgid for _, fields in _stats())
 
 
 def tree(pid: int) -> list[int]:
