@@ -401,7 +401,8 @@ def _source_options(spark, run: FlowRun, marker: str) -> dict[str, str]:
         "transactions": "task" if o.task_transactions else "partition",
         # fixed ranges: one task per core Spark has (spark.default.parallelism), not per partition;
         # copied in the driver: one share, its ranges one after another (a thread per share
-        # measured no faster: the copy loops share one interpreter)
+        # measured no faster, the loops sharing one interpreter; a process per share no faster
+        # and dearer, the brokers taking the other core: docs/benchmarks.md)
         "range_tasks": str(spark.sparkContext.defaultParallelism if spark is not None else 1),
     }
 
