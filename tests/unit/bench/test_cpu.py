@@ -129,4 +129,4 @@ def test_the_idle_baseline_is_what_the_machine_burns_while_this_process_waits():
     finally:
         spinner.kill()
         spinner.wait()
-    assert 0.8 <= busy <= (os.cpu_count() or 1)  # one core spinning is not idle
+    assert busy >= 0.8  # one core spinning is not idle (the upper end moves with /proc's tick accounting)
