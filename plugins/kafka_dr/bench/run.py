@@ -492,11 +492,5 @@ def _topics_deleted_after(cfg, run: str, keep: bool, say):
     try:
         yield
     finally:
-        for cluster in () if keep else cfg.clusters.values():
-            try:
-                admin = AdminClient(client_config(cluster))
-                names = [t for t in admin.list_topics(timeout=30).topics if run in t]
-                for problem in delete_topics(admin, names):
-                    say(f"[bench] could not delete {cluster.name}/{problem}")
-            except Exception as e:  # noqa: BLE001 - see the docstring
-                say(f"[bench] deleting the run's topics on {cluster.name}: {e}")
+        if not keep:
+            drop_topics(cfg.clusters.values(), run, say)
