@@ -181,6 +181,7 @@ def watch_arrivals(
     admin = AdminClient(client_config(cluster))
     tl = Timeline(started)
     deadline = started + timeout
+    empty = started  # the last poll that saw nothing on the target
     while True:
         now = time.monotonic()
         try:
@@ -194,9 +195,13 @@ def watch_arrivals(
             tl.first = now
         if done(total):
             tl.done = time.monotonic()
-            if tl.first is None:
-                tl.first = tl.done
+            if tl.first is None or tl.first == now:
+                # the whole copy became visible between two polls (one transaction): its window is
+                # at most the time since the last empty poll, so its rate is a lower bound
+                tl.first = empty
             return tl
+        if total == 0:
+            empty = now
         if now > deadline:
             raise TimeoutError(f"{cluster.name}/{topic}: not complete after {timeout:.0f}s ({total} offsets so far)")
         if not alive():
