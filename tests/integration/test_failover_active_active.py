@@ -127,6 +127,57 @@ def test_failover_skips_no_unread_record_of_either_origin_and_counts_the_rereads
         assert {o: sum(1 for i in again if i[0] == o) for o in ("east", "west")} == moved[p]["reread"], (p, again)
 
 
+def test_a_failover_from_a_stale_sync_bounds_the_rereads_of_both_origins(lab, lab_config, tmp_path, topic_name):
+    """The group read on after its last sync, west's records (their copies on east) included:
+    with east gone, the move reports the placement's re-reads exactly and bounds the rest per
+    origin; the group's re-reads, counted here from what it read, stay within them."""
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    for c in (east, west):
+        ensure_topic(clients.admin(c), topic_name, partitions=1)
+    path = isolated_config(lab, tmp_path, topic_name)
+    cfg = load_config(path)
+    e2w = next(f for f in cfg.flows if f.name == "east_to_west")
+    #   east  0-4 ea  5-8 eb  9-15 W(wa, wb)  marker
+    #   west  0-2 wa  3-7 E(ea)  marker  9-12 wb  13-16 E(eb)  marker  18-19 wc
+    produce(west, topic_name, "wa", 3, 1)
+    produce(east, topic_name, "ea", 5, 1)
+    replicate(cfg, topic_name, "east_to_west")
+    produce(west, topic_name, "wb", 4, 1)
+    produce(east, topic_name, "eb", 4, 1)
+    replicate(cfg, topic_name, "west_to_east", "east_to_west")
+    produce(west, topic_name, "wc", 2, 1)
+    east_log = read_topic(east, topic_name)
+    west_log = read_topic(west, topic_name)
+    group = f"app-{topic_name[-6:]}"
+    synced_at, read_up_to = 9, 17  # synced having read east's own records; then west's copies too
+    commit(east, group, {(topic_name, 0): synced_at})
+    sync_group_offsets(cfg, e2w, groups=[group])
+    commit(east, group, {(topic_name, 0): read_up_to})
+    read_on_east = set(identities([r for r in east_log if r.offset < read_up_to], "east"))
+
+    summary = run_failover(FailoverRun(east_down(path, tmp_path), "east", "west", groups=group, dry_run=False))
+    (row,) = summary["consumer_groups"]
+    c = clients.consumer(west, "kafka-dr-tests")
+    west_end = c.get_watermark_offsets(TopicPartition(topic_name, 0), timeout=10)[1]
+    c.close()
+    # what the sync recorded as read of west's own: below the first copy of one at or after the synced offset
+    u = next(p.offset for r in east_log if r.offset >= synced_at and (p := Provenance.from_headers(r.headers)))
+    bounds = row["reread_since_sync_at_most_by_origin"]
+    assert bounds["west"] == west_end - u, row
+    assert row["reread_since_sync_at_most"] == bounds["east"] + bounds["west"], row
+    assert f"(at most {row['reread_since_sync_at_most']} record(s): {bounds['east']} of east, " in format_summary(
+        summary
+    )
+
+    got = identities(_consume(west, group, topic_name, None), "west")
+    unread = set(identities(west_log, "west")) - read_on_east
+    assert unread - set(got) == set(), f"skipped {sorted(unread - set(got))}"
+    again = {o: sum(1 for i in got if i in read_on_east and i[0] == o) for o in ("east", "west")}
+    assert again["west"] > 0, again  # the stale sync is what this drills
+    for origin in ("east", "west"):
+        assert row["reread"][origin] <= again[origin] <= row["reread"][origin] + bounds[origin], (origin, again, row)
+
+
 def test_rpo_and_translation_count_records_not_markers_and_only_the_configured_topics(
     lab, lab_config, spark, tmp_path, topic_name
 ):

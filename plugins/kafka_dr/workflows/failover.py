@@ -261,6 +261,14 @@ def would_refuse(summary: dict) -> list[str]:
     return [r for r in (down, not_ready) if r]
 
 
+def _by_origin(row: dict) -> str:
+    """A moved row's since-sync bound split by origin, when it has more than one."""
+    bounds = row.get("reread_since_sync_at_most_by_origin") or {}
+    if len(bounds) < 2:
+        return ": what was copied from there on"
+    return ": " + ", ".join(f"{n} of {origin}" for origin, n in bounds.items())
+
+
 def format_summary(summary: dict) -> str:
     dry = " (DRY RUN: nothing changed)" if summary.get("dry_run") else ""
     lines = [f"failover {summary['failed']} -> {summary['survivor']}{dry}"]
@@ -281,7 +289,7 @@ def format_summary(summary: dict) -> str:
         )
         if g.get("synced_age_s") is not None:
             bound = g.get("reread_since_sync_at_most")
-            at_most = "" if bound is None else f" (at most {bound} record(s): what was copied from there on)"
+            at_most = "" if bound is None else f" (at most {bound} record(s){_by_origin(g)})"
             lines.append(
                 f"    its position there was synced {g['synced_age_s']:.0f} s before this run: what the group "
                 f"read on {summary['failed']} after that is read again{at_most}"

@@ -18,9 +18,12 @@ import logging
 import re
 import time
 
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.failover import rereads_since_sync_at_most
+from kafka_dr.core.failover import local_rereads_since_sync_at_most, rereads_since_sync_at_most
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
@@ -28,6 +31,7 @@ from kafka_dr.kafka.consumer_groups import commit_translations, group_state
 from kafka_dr.kafka.group_offsets import offset_sync_records, read_group_offsets
 from kafka_dr.kafka.group_position import GroupPlacer
 from kafka_dr.kafka.offset_translation import MOVE_PROBE_THREADS, Translator
+from kafka_dr.kafka.topics import list_offsets
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +110,7 @@ class _GroupMove:
         if not source_offsets:
             return []
         translations = self.placer.place(self.tr.translate(group, source_offsets), synced)
-        when = {} if synced is None else {k: self._since_sync(k, v) for k, v in synced.items()}
+        when = {} if synced is None else self._since_sync(synced, translations)
         state = group_state(self.admin, group, flow.target)
         rows = commit_translations(cfg.cluster(flow.target), group, translations, state, self.resolve, dry_run=dry_run)
         return [
@@ -121,14 +125,34 @@ class _GroupMove:
             for t, ok, why in rows
         ]
 
-    def _since_sync(self, key: tuple[str, int], position: core.SyncedPosition) -> dict:
-        """When the group's ``position`` on ``key`` was synced, and what the group can read again
-        because of it (after :meth:`Translator.translate`, which read the flow's progress)."""
-        at = position.synced_at_ms
-        copied_below = self.tr.progress.get(key)
-        return {
-            "position_from": "last sync",
-            "synced_at_ms": at,
-            "synced_age_s": None if at is None else round(max(0, self.now_ms - at) / 1000, 1),
-            "reread_since_sync_at_most": rereads_since_sync_at_most(position.source_offset, copied_below),
-        }
+    def _since_sync(self, synced: dict, translations: list[core.Translation]) -> dict[tuple[str, int], dict]:
+        """When the group's position on each partition was synced, and what the group can read
+        again because of it, per origin (after :meth:`Translator.translate`, which read the
+        flow's progress, and the placement, which gave the survivor's own records it had read)."""
+        placed = {(t.topic, t.partition): t for t in translations if t.local_read_below is not None}
+        ends = (
+            list_offsets(
+                self.admin,
+                [TopicPartition(t.target_topic, t.partition) for t in placed.values()],
+                OffsetSpec.latest(),
+                self.flow.target,
+            )
+            if placed
+            else {}
+        )
+        out = {}
+        for k, position in synced.items():
+            at = position.synced_at_ms
+            bounds = {self.flow.source: rereads_since_sync_at_most(position.source_offset, self.tr.progress.get(k))}
+            if k in placed:
+                t = placed[k]
+                end = ends.get((t.target_topic, t.partition))
+                bounds[self.flow.target] = local_rereads_since_sync_at_most(t.local_read_below, end)
+            out[k] = {
+                "position_from": "last sync",
+                "synced_at_ms": at,
+                "synced_age_s": None if at is None else round(max(0, self.now_ms - at) / 1000, 1),
+                "reread_since_sync_at_most": None if None in bounds.values() else sum(bounds.values()),
+                "reread_since_sync_at_most_by_origin": bounds,
+            }
+        return out
