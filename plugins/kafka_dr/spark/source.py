@@ -182,11 +182,11 @@ class ReplicationStreamReader(DataSourceStreamReader):
         return [RangeShare([out[i] for i in share]) for share in balanced_shares([r.end - r.start for r in out], tasks)]
 
     def read(self, partition) -> Iterator[tuple]:
-        from kafka_dr.spark.warmup import import_output_path_once
+        from kafka_dr.spark.warmup import import_output_path_in_background
 
         mark_once("task started")
-        import_output_path_once()  # before the copy starts, not when its rows go back (see there)
-        mark_once("task warmed")
+        # beside the copier's start, not when the rows go back nor before the copy (see there)
+        import_output_path_in_background(lambda: mark_once("task warmed"))
         yield from self.rows(partition)
 
     def rows(self, partition) -> Iterator[tuple]:

@@ -1,9 +1,11 @@
-"""What a Spark Python worker imports before its first copy starts instead of while it copies.
+"""What a Spark Python worker imports early instead of when its first task's rows go back.
 
 When a task first returns its rows, pyspark converts them to Arrow and on the way imports
 pandas and ``pyarrow.compute``: CPU time with the GIL held, during which every copy thread of
-the worker waits (docs/replication.md, "Continuous flows: streaming tasks"). Importing them
-when a worker's first task starts, before any copy, moves that cost into the job's start-up.
+the worker waits (docs/replication.md, "Continuous flows: streaming tasks"). A worker's first
+task starts importing them in a background thread (:func:`import_output_path_in_background`)
+while its copier starts (network waits, GIL released), so the cost is paid at start-up and a
+cold worker, such as a lost executor's replacement, copies without waiting for it.
 Modules that are missing are skipped: pyspark then does not import them either.
 
 :func:`start_workers` goes further: it has the executors' data-source workers started and
@@ -33,6 +35,26 @@ def import_output_path_once() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
+
+
+_background: list[threading.Thread] = []
+_background_lock = threading.Lock()
+
+
+def import_output_path_in_background(then=lambda: None) -> threading.Thread:
+    """:func:`import_output_path_once` in a daemon thread started once per worker (``then``
+    runs after it); the caller goes on at once. Returns that thread."""
+    with _background_lock:
+        if not _background:
+
+            def run() -> None:
+                import_output_path_once()
+                then()
+
+            thread = threading.Thread(target=run, name="kafka-dr-output-path-import", daemon=True)
+            thread.start()
+            _background.append(thread)
+        return _background[0]
 
 
 def warmup_source(parallelism: int):
