@@ -123,13 +123,16 @@ def test_failover_moves_the_group_to_the_next_unread_record(lab, lab_config, spa
         )
         assert str(run.state) == "success", _task_states(run)
         # each moved row bounds what the group may read again since its synced position: the
-        # records copied from there on, counted here from what east held and what the group read
+        # records copied from there on, counted here from what east held and what the group read,
+        # and west's own records (their copies could have reached east after the sync)
         moved = {(g["topic"], g["partition"]): g for g in _summary(run)["consumer_groups"]}
         assert moved and {t for t, _ in moved} == {topic_name}, moved
         for (_, p), row in moved.items():
             end = 1 + max(s.offset for s in east_sent if s.partition == p)
             synced_at = 1 + max((m.offset() for m in read_on_east if m.partition() == p), default=-1)
-            assert row["reread_since_sync_at_most"] == end - synced_at, row
+            west_own = sum(1 for s in west_sent if s.partition == p)
+            assert row["reread_since_sync_at_most_by_origin"] == {"east": end - synced_at, "west": west_own}, row
+            assert row["reread_since_sync_at_most"] == end - synced_at + west_own, row
         from kafka_dr.workflows.failover import FailoverRun, rpo_report
 
         rpo = rpo_report(FailoverRun(cfg, "east", "west"))["flows"]["east_to_west"]

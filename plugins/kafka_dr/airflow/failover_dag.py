@@ -93,11 +93,11 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
                 return confirm_down(_run(context))
 
         @task(task_id="check_parity", retries=1)
-        def parity(confirmed: dict, **context) -> dict:
+        def parity(**context) -> dict:
             from kafka_dr.workflows.failover import check_parity
 
             with final_on_refusal():
-                return check_parity(_run(context, confirmed))
+                return check_parity(_run(context))
 
         @task(task_id="stop_flows_from_failed", retries=1)
         def stop(**context) -> dict:
@@ -154,12 +154,13 @@ def build_failover_dag(cfg: DrConfig) -> DAG:
             return summary
 
         c = confirm()
-        p = parity(c)
+        p = parity()
         s = stop()
         g = groups(c)
         r = rpo(c)
         a = record(r)
-        # the RPO report and the consumer move both need the flows stopped, not each other
-        c >> p >> s >> [g, r]
+        # both checks change nothing, so they run side by side and the flows stop once both
+        # passed; the RPO report and the consumer move both need the flows stopped, not each other
+        [c, p] >> s >> [g, r]
         summarize(c, p, s, g, r, a)
     return dag

@@ -153,14 +153,3 @@ def rereads_since_sync_at_most(synced_offset: int, copied_below: int | None) -> 
     copied is lost, not re-read. Counted in source offsets, so markers and filtered records
     count too. ``None`` when the flow recorded no progress."""
     return None if copied_below is None else max(0, copied_below - synced_offset)
-
-
-def local_rereads_since_sync_at_most(local_read_below: int | None, target_end: int | None) -> int | None:
-    """In active/active, what such a group reads again at most of the survivor's own records:
-    it read their copies on the failed cluster, all of them below the survivor's end, and the
-    sync had recorded that it read those below ``local_read_below``. Counted in the survivor's
-    offsets (copies of the failed cluster's records and markers in between count too). ``None``
-    when either is not known."""
-    if local_read_below is None or target_end is None:
-        return None
-    return max(0, target_end - local_read_below)

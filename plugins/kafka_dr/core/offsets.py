@@ -62,6 +62,9 @@ class Translation:
     reread: dict | None = None
     #: the group had read the target's own records below this target offset (active/active)
     local_read_below: int | None = None
+    #: the target's own records from ``local_read_below`` to the target's end, when that came
+    #: from the last sync: what the group can have read of them since (active/active)
+    local_since_sync: int | None = None
     #: ``source_offset`` less the offsets below it that hold no record the flow copies (markers,
     #: aborted, filtered): the same position, in records; ``None`` when the source was not read
     effective_offset: int | None = None

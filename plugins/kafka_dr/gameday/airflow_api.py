@@ -99,7 +99,9 @@ class AirflowApi:
     def runs(self, dag_id: str, limit: int = 20) -> list[dict]:
         return self.get(f"/api/v2/dags/{dag_id}/dagRuns?limit={limit}&order_by=-start_date").get("dag_runs", [])
 
-    def wait_run(self, dag_id: str, run_id: str, timeout: float) -> dict:
+    def wait_run(self, dag_id: str, run_id: str, timeout: float, every: float = 0.5) -> dict:
+        """The run once it is done, asked every ``every`` seconds (an operator's automation
+        watching for it: the RTO counts the wait)."""
         deadline = time.monotonic() + timeout
         last: dict = {}
         while time.monotonic() < deadline:
@@ -109,7 +111,7 @@ class AirflowApi:
                 pass  # a busy or restarting api-server: ask again
             if last.get("state") in DONE:
                 return last
-            time.sleep(2)
+            time.sleep(every)
         raise AirflowApiError(f"{dag_id} run {run_id} did not finish within {timeout:.0f}s (state {last.get('state')})")
 
     def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value"):

@@ -56,12 +56,16 @@ def _summary(d: Deployment, dag_id: str, run_id: str) -> dict:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def _operator_run(d: Deployment, dag_id: str, conf: dict) -> tuple[float, float, str, dict]:
-    """Trigger ``dag_id`` as the UI's form does and wait for it; (triggered, done, state, summary)."""
+def _operator_run(d: Deployment, dag_id: str, conf: dict, then=lambda: None) -> tuple[float, float, str, dict]:
+    """Trigger ``dag_id`` as the UI's form does and wait for it; ``then`` runs the moment it is
+    done, before its summary is fetched. (triggered, done, state, summary)."""
     triggered = time.time()
     run_id = d.api.trigger(dag_id, conf)
     run = d.api.wait_run(dag_id, run_id, RUN_TIMEOUT_S)
-    return triggered, time.time(), run["state"], _summary(d, dag_id, run_id)
+    done = time.time()
+    if run["state"] == "success":
+        then()
+    return triggered, done, run["state"], _summary(d, dag_id, run_id)
 
 
 def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, pace: Pace, say=print) -> DisasterLog:
@@ -76,13 +80,18 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, pace: Pace, 
 
     say("disaster: dr_failover east -> west triggered through the REST API")
     conf = {"failed_cluster": EAST, "surviving_cluster": WEST, "consumer_groups": groups, "dry_run": False}
+
+    def move_the_app() -> None:
+        # east is dead: its app died with it, and its replacement starts on west
+        traffic.redirect(EAST, west)
+        log.moves_out.append(readers.move(NAMES.group(EAST), west, abandon=True))
+
     log.failover_triggered_at, log.failover_done_at, log.failover_state, log.failover_summary = _operator_run(
-        d, "dr_failover", conf
+        d, "dr_failover", conf, then=move_the_app
     )
     say(f"disaster: dr_failover {log.failover_state} after {log.failover_done_at - log.failover_triggered_at:.0f}s")
-    traffic.redirect(EAST, west)
-    # east is dead: its app died with it, and its replacement starts on west
-    log.moves_out.append(readers.move(NAMES.group(EAST), west, abandon=True))
+    if not log.moves_out:
+        move_the_app()
     first = readers.first_read(NAMES.group(EAST), timeout=300)
     log.rto_s = None if first is None else first - log.failover_triggered_at
     say(f"disaster: east's app on west; RTO (trigger -> first read) {'none' if first is None else f'{log.rto_s:.1f}s'}")

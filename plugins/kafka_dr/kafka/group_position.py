@@ -27,6 +27,10 @@ from kafka_dr.kafka.topics import partition_ranges
 
 log = logging.getLogger(__name__)
 
+#: target offsets past a synced ``u`` read to count the target's own records since the sync
+#: (a failover with the source gone); the rest of the partition counts as offsets
+SINCE_SYNC_SCAN = 200_000
+
 
 def reverse_flow(cfg: DrConfig, flow: FlowConfig) -> FlowConfig | None:
     """The flow that copies the target's own records into the source's topics of the same
@@ -94,12 +98,9 @@ class GroupPlacer:
 
         def one(t: Translation, readers) -> Translation:
             k = (t.topic, t.partition)
-            u = (
-                known[k].local_read_below
-                if known[k] is not None and known[k].local_read_below is not None
-                else u_live.get(k)
-            )
-            return self._place_one(t, u, t_ranges[(t.target_topic, t.partition)], readers.target)
+            synced_u = known[k].local_read_below if known[k] is not None else None
+            u = synced_u if synced_u is not None else u_live.get(k)
+            return self._place_one(t, u, t_ranges[(t.target_topic, t.partition)], readers.target, synced_u is not None)
 
         placed = {id(t): p for t, p in zip(todo, self.tr.per_partition(one, todo), strict=True)}
         return [placed.get(id(t), t) for t in translations]
@@ -121,16 +122,27 @@ class GroupPlacer:
             out[k] = core.local_read_below(first, progress.get(k, {}).get("next_offset"))
         return out
 
-    def _place_one(self, t: Translation, u: int | None, t_range: tuple[int, int], reader) -> Translation:
-        """``reader``: a consumer of the target that this thread alone uses."""
+    def _place_one(
+        self, t: Translation, u: int | None, t_range: tuple[int, int], reader, u_synced: bool = False
+    ) -> Translation:
+        """``reader``: a consumer of the target that this thread alone uses. ``u_synced``: ``u``
+        is the last sync's, so the read goes on to the target's end (at most
+        :data:`SINCE_SYNC_SCAN` offsets past ``u``) to count the target's own records the group
+        can have read since."""
         a = t.target_offset
         t_low, t_end = t_range
         lo, hi = core.window(a, u if u is not None else t_low)
         hi = min(hi, t_end)
+        scan_to = min(t_end, max(hi, u + SINCE_SYNC_SCAN)) if u_synced else hi
         records = []
-        for _, msg in read_ranges(reader, self.flow.target, {(t.target_topic, t.partition): (lo, hi)}):
+        for _, msg in read_ranges(reader, self.flow.target, {(t.target_topic, t.partition): (lo, scan_to)}):
             records.append((msg.offset(), self._kind(msg, t)))
-        placed = core.place(a, u, records)
+        since = None
+        if u_synced:
+            # offsets beyond the scan count as records: a bound, never an undercount
+            since = sum(1 for off, kind in records if kind == core.LOCAL and off >= u) + max(0, t_end - scan_to)
+            t = replace(t, local_since_sync=since)
+        placed = core.place(a, u, [r for r in records if r[0] < hi])
         reread = {self.flow.source: placed.reread_source, self.flow.target: placed.reread_local}
         where = f"{t.target_topic}[{t.partition}]"
         if placed.reread_local is None:

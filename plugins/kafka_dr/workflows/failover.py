@@ -78,8 +78,7 @@ def confirm_down(run: FailoverRun) -> dict:
         raise ClusterUnreachable(
             f"the surviving cluster {survivor!r} ({cfg.cluster(survivor).bootstrap_servers}) does not answer either"
         )
-    # all of its brokers refusing connections is a clear "down" at once; else the client decides
-    up = not nothing_listens(cfg.cluster(failed).bootstrap_servers) and reachable(cfg, failed, resolve)
+    up = failed_answers(run)
     refusal = None
     if up and not force:
         refusal = f"{failed} still answers (force to override)"
@@ -92,14 +91,22 @@ def confirm_down(run: FailoverRun) -> dict:
     return {"failed": failed, "failed_answers": up, "forced": bool(up and force), "would_refuse": refusal}
 
 
+def failed_answers(run: FailoverRun) -> bool:
+    """Whether the failed cluster answers: all of its brokers refusing connections is a clear
+    "down" at once; else the client decides (bounded by its timeout)."""
+    cfg, failed = run.cfg, run.failed
+    return not nothing_listens(cfg.cluster(failed).bootstrap_servers) and reachable(cfg, failed, run.resolve)
+
+
 def check_parity(run: FailoverRun) -> dict:
     """The parity report of ``failed -> survivor``; raises :class:`FailoverRefused` for
-    ``not ready`` unless forced (a dry run reports that it would)."""
+    ``not ready`` unless forced (a dry run reports that it would). Runs beside
+    :func:`confirm_down` when the run does not know yet whether the failed cluster answers."""
     from kafka_dr.workflows.parity import parity_report
 
-    report = parity_report(
-        run.cfg, run.failed, run.survivor, run.resolve, record=False, source_answers=run.failed_answers
-    )
+    check_clusters(run)  # beside confirm_down, its inputs are not checked yet
+    answers = run.failed_answers if run.failed_answers is not None else failed_answers(run)
+    report = parity_report(run.cfg, run.failed, run.survivor, run.resolve, record=False, source_answers=answers)
     blocking = [d for d in report["differences"] if d["severity"] == "not ready"]
     refuse = report["verdict"] == "not ready" and not run.force
     if refuse and not run.dry_run:

@@ -18,12 +18,9 @@ import logging
 import re
 import time
 
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import OffsetSpec
-
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
-from kafka_dr.core.failover import local_rereads_since_sync_at_most, rereads_since_sync_at_most
+from kafka_dr.core.failover import rereads_since_sync_at_most
 from kafka_dr.core.loop import router_for
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
@@ -31,7 +28,6 @@ from kafka_dr.kafka.consumer_groups import commit_translations, group_state
 from kafka_dr.kafka.group_offsets import offset_sync_records, read_group_offsets
 from kafka_dr.kafka.group_position import GroupPlacer
 from kafka_dr.kafka.offset_translation import MOVE_PROBE_THREADS, Translator
-from kafka_dr.kafka.topics import list_offsets
 
 log = logging.getLogger(__name__)
 
@@ -128,26 +124,14 @@ class _GroupMove:
     def _since_sync(self, synced: dict, translations: list[core.Translation]) -> dict[tuple[str, int], dict]:
         """When the group's position on each partition was synced, and what the group can read
         again because of it, per origin (after :meth:`Translator.translate`, which read the
-        flow's progress, and the placement, which gave the survivor's own records it had read)."""
+        flow's progress, and the placement, which counted the survivor's own records since)."""
         placed = {(t.topic, t.partition): t for t in translations if t.local_read_below is not None}
-        ends = (
-            list_offsets(
-                self.admin,
-                [TopicPartition(t.target_topic, t.partition) for t in placed.values()],
-                OffsetSpec.latest(),
-                self.flow.target,
-            )
-            if placed
-            else {}
-        )
         out = {}
         for k, position in synced.items():
             at = position.synced_at_ms
             bounds = {self.flow.source: rereads_since_sync_at_most(position.source_offset, self.tr.progress.get(k))}
             if k in placed:
-                t = placed[k]
-                end = ends.get((t.target_topic, t.partition))
-                bounds[self.flow.target] = local_rereads_since_sync_at_most(t.local_read_below, end)
+                bounds[self.flow.target] = placed[k].local_since_sync
             out[k] = {
                 "position_from": "last sync",
                 "synced_at_ms": at,

@@ -7,7 +7,6 @@ from kafka_dr.core.failover import (
     SourceTail,
     last_known_ends,
     latest_tails,
-    local_rereads_since_sync_at_most,
     rereads_since_sync_at_most,
     rpo_entry,
     rpo_seconds,
@@ -104,11 +103,3 @@ def test_a_group_moved_from_a_dead_cluster_reads_again_at_most_what_was_copied_a
     assert rereads_since_sync_at_most(100, 100) == 0
     assert rereads_since_sync_at_most(100, 90) == 0  # the copy was behind the group: nothing read twice
     assert rereads_since_sync_at_most(100, None) is None  # no progress recorded: no bound
-
-
-def test_and_of_the_survivors_own_records_at_most_those_from_what_the_sync_saw_read_to_the_end():
-    assert local_rereads_since_sync_at_most(40, 75) == 35
-    assert local_rereads_since_sync_at_most(75, 75) == 0
-    assert local_rereads_since_sync_at_most(80, 75) == 0  # truncated since: nothing above the end
-    assert local_rereads_since_sync_at_most(None, 75) is None  # the sync never saw: not known
-    assert local_rereads_since_sync_at_most(40, None) is None
