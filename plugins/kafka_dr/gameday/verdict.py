@@ -15,7 +15,13 @@ from kafka_dr.gameday.memory import Growth
 from kafka_dr.gameday.model import NAMES, LedgerView, Move, Read, Stored
 from kafka_dr.gameday.proof import Check, flowing_again, group_reads, order, presence, rpo_observed, stall_end
 from kafka_dr.gameday.report import FaultRow
-from kafka_dr.gameday.rereads import compare_rereads, consumption_before, reported_rereads, reported_since_sync
+from kafka_dr.gameday.rereads import (
+    compare_rereads,
+    consumption_before,
+    reported_rereads,
+    reported_since_sync,
+    reported_since_sync_by_origin,
+)
 
 FLOW_ENDS = {"east_to_west": ("east", "west"), "west_to_east": ("west", "east")}
 #: Faults after which an alert is due: the others heal inside the heartbeat threshold.
@@ -164,7 +170,8 @@ def checks_for(
             reported = reported_rereads(group, entries)
             at_most = reported_rereads(group, entries, topics=compacted)
             bound = reported_since_sync(group, entries)
-            out.append(compare_rereads(f"{group} {label}", observed, reported, worth, at_most, bound))
+            by_origin = reported_since_sync_by_origin(group, entries)
+            out.append(compare_rereads(f"{group} {label}", observed, reported, worth, at_most, bound, by_origin))
         out.append(rpo_observed("east", "west", disaster.west_at_failover, view, disaster.east_down_at, compacted))
     return out
 

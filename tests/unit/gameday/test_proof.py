@@ -13,7 +13,13 @@ from kafka_dr.gameday.proof import (
     presence,
     rpo_observed,
 )
-from kafka_dr.gameday.rereads import compare_rereads, consumption_before, reported_rereads, reported_since_sync
+from kafka_dr.gameday.rereads import (
+    compare_rereads,
+    consumption_before,
+    reported_rereads,
+    reported_since_sync,
+    reported_since_sync_by_origin,
+)
 
 K, S, C, T = "gd.keyed", "gd.second", "gd.compacted", "gd.txn"
 
@@ -216,7 +222,7 @@ def test_compare_rereads_passes_at_or_above_the_report_and_fails_below():
     assert compare_rereads("failover", {"east": 7, "west": 1}, {"east": 5, "west": None}).ok
     c = compare_rereads("failover", {"east": 3}, {"east": 5})
     assert not c.ok and c.counts["below_reported"] == 2
-    assert c.details["by_origin"] == {"east": {"observed": 3, "reported": 5}}
+    assert c.details["by_origin"] == {"east": {"observed": 3, "reported": 5, "since_sync_at_most": None}}
 
 
 def test_a_compacted_topics_reported_rereads_are_at_most_what_the_group_reads_again():
@@ -253,6 +259,28 @@ def test_a_move_from_a_dead_cluster_is_held_to_the_bound_its_own_report_gives():
     # one partition without a bound (its flow recorded no progress): the move bounds nothing
     assert reported_since_sync(G, [*entries, {"group": G, "topic": S, "partition": 0}]) is None
     assert reported_since_sync(G, []) is None
+
+
+def test_and_to_its_bound_of_each_origin():
+    entries = [
+        {"group": G, "topic": K, "partition": 0, "reread_since_sync_at_most_by_origin": {"east": 20, "west": 3}},
+        {"group": G, "topic": K, "partition": 1, "reread_since_sync_at_most_by_origin": {"east": 10, "west": 4}},
+        {"group": "other", "topic": K, "partition": 0, "reread_since_sync_at_most_by_origin": {"west": 500}},
+    ]
+    bounds = reported_since_sync_by_origin(G, entries)
+    assert bounds == {"east": 30, "west": 7}
+    reported = {"east": 5, "west": 0}
+    assert compare_rereads("failover", {"east": 35, "west": 7}, reported, reported_since_sync_by_origin=bounds).ok
+    # within the total bound (37 + 5 <= 42), but west read again one more of its own than its bound
+    c = compare_rereads(
+        "failover", {"east": 29, "west": 8}, reported, reported_since_sync=37, reported_since_sync_by_origin=bounds
+    )
+    assert not c.ok and c.counts["beyond_reported_origin_bound"] == 1 and c.counts["beyond_reported_bound"] == 0
+    assert c.details["by_origin"]["west"] == {"observed": 8, "reported": 0, "since_sync_at_most": 7}
+    # a row that bounds nothing of an origin: that origin is not held to a bound
+    assert reported_since_sync_by_origin(
+        G, [*entries, {"group": G, "reread_since_sync_at_most_by_origin": {"west": None}}]
+    ) == {"east": 30}
 
 
 def test_consumption_before_counts_first_reads_in_the_window_up_to_the_last_read_on_the_cluster_left():
