@@ -68,25 +68,36 @@ def east_down(path, tmp_path):
     return load_config(dead)
 
 
-def test_failover_skips_no_unread_record_of_either_origin_and_counts_the_rereads(lab, lab_config, tmp_path, topic_name):
+def two_origins(lab, lab_config, tmp_path, topic: str, partitions: int):
+    """``topic`` on both clusters, every partition alike, and the config of both flows::
+
+        east  0-4 ea   5-8 eb   9-11 W(wa)  12-15 W(wb)  16 marker
+        west  0-2 wa   3-7 E(ea)  8 marker  9-12 wb  13-16 E(eb)  17 marker  18-19 wc
+
+    Returns the config's path, the config and each cluster's records by partition."""
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
     for c in (east, west):
-        ensure_topic(clients.admin(c), topic_name, partitions=3)
-    path = isolated_config(lab, tmp_path, topic_name)
+        ensure_topic(clients.admin(c), topic, partitions=partitions)
+    path = isolated_config(lab, tmp_path, topic)
     cfg = load_config(path)
+    for cluster, tag, per_partition, flows in (
+        (west, "wa", 3, ()),
+        (east, "ea", 5, ("east_to_west",)),
+        (west, "wb", 4, ()),
+        (east, "eb", 4, ("west_to_east", "east_to_west")),
+        (west, "wc", 2, ()),
+    ):
+        produce(cluster, topic, tag, per_partition * partitions, partitions)
+        if flows:
+            replicate(cfg, topic, *flows)
+    logs = [{p: [r for r in read_topic(c, topic) if r.partition == p] for p in range(partitions)} for c in (east, west)]
+    return path, cfg, *logs
+
+
+def test_failover_skips_no_unread_record_of_either_origin_and_counts_the_rereads(lab, lab_config, tmp_path, topic_name):
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    path, cfg, east_log, west_log = two_origins(lab, lab_config, tmp_path, topic_name, 3)
     e2w = next(f for f in cfg.flows if f.name == "east_to_west")
-    # each partition alike:
-    #   east  0-4 ea   5-8 eb   9-11 W(wa)  12-15 W(wb)  16 marker
-    #   west  0-2 wa   3-7 E(ea)  8 marker  9-12 wb  13-16 E(eb)  17 marker  18-19 wc
-    produce(west, topic_name, "wa", 9, 3)
-    produce(east, topic_name, "ea", 15, 3)
-    replicate(cfg, topic_name, "east_to_west")
-    produce(west, topic_name, "wb", 12, 3)
-    produce(east, topic_name, "eb", 12, 3)
-    replicate(cfg, topic_name, "west_to_east", "east_to_west")
-    produce(west, topic_name, "wc", 6, 3)
-    east_log = {p: [r for r in read_topic(east, topic_name) if r.partition == p] for p in range(3)}
-    west_log = {p: [r for r in read_topic(west, topic_name) if r.partition == p] for p in range(3)}
     assert [r.offset for r in east_log[0]] == list(range(16))
     assert [r.offset for r in west_log[0]] == [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19]
 
@@ -132,22 +143,9 @@ def test_a_failover_from_a_stale_sync_bounds_the_rereads_of_both_origins(lab, la
     with east gone, the move reports the placement's re-reads exactly and bounds the rest per
     origin; the group's re-reads, counted here from what it read, stay within them."""
     east, west = lab_config.cluster("east"), lab_config.cluster("west")
-    for c in (east, west):
-        ensure_topic(clients.admin(c), topic_name, partitions=1)
-    path = isolated_config(lab, tmp_path, topic_name)
-    cfg = load_config(path)
+    path, cfg, east_logs, west_logs = two_origins(lab, lab_config, tmp_path, topic_name, 1)
+    east_log, west_log = east_logs[0], west_logs[0]
     e2w = next(f for f in cfg.flows if f.name == "east_to_west")
-    #   east  0-4 ea  5-8 eb  9-15 W(wa, wb)  marker
-    #   west  0-2 wa  3-7 E(ea)  marker  9-12 wb  13-16 E(eb)  marker  18-19 wc
-    produce(west, topic_name, "wa", 3, 1)
-    produce(east, topic_name, "ea", 5, 1)
-    replicate(cfg, topic_name, "east_to_west")
-    produce(west, topic_name, "wb", 4, 1)
-    produce(east, topic_name, "eb", 4, 1)
-    replicate(cfg, topic_name, "west_to_east", "east_to_west")
-    produce(west, topic_name, "wc", 2, 1)
-    east_log = read_topic(east, topic_name)
-    west_log = read_topic(west, topic_name)
     group = f"app-{topic_name[-6:]}"
     synced_at, read_up_to = 9, 17  # synced having read east's own records; then west's copies too
     commit(east, group, {(topic_name, 0): synced_at})
