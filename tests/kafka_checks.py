@@ -80,6 +80,16 @@ def read_topic(cluster_cfg, topic: str, group: str = "kafka-dr-tests") -> list[R
         c.close()
 
 
+def read_topic_settled(cluster_cfg, topic: str, expected: int, timeout: float = 30.0) -> list[Record]:
+    """:func:`read_topic` once it holds ``expected`` records, or after ``timeout``: a transaction's
+    commit returns before its markers reach the partitions, and until they do a ``read_committed``
+    read ends at the transaction's first record."""
+    deadline = time.monotonic() + timeout
+    while len(records := read_topic(cluster_cfg, topic)) < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return records
+
+
 def read_sent(cluster_cfg, topic: str) -> list[Sent]:
     """Records produced locally on this cluster (no provenance), as ``Sent``."""
     return [
