@@ -90,6 +90,10 @@ def base_url(port: int) -> str:
     return f"http://127.0.0.1:{port}"
 
 
+#: Celery pool processes kept forked while idle (the rest, up to 24, fork as tasks arrive)
+CELERY_READY = 12
+
+
 def role_argv(role: str, port: int) -> list[str]:
     """The ``airflow`` command line of one role. Task logs are read from the local disk, so the
     scheduler and triggerer serve none (their log servers would take fixed ports)."""
@@ -98,9 +102,11 @@ def role_argv(role: str, port: int) -> list[str]:
         "scheduler": ["scheduler", "--skip-serve-logs"],
         "dag-processor": ["dag-processor"],
         "triggerer": ["triggerer", "--skip-serve-logs"],
-        # as many task slots as the core's parallelism, forked as tasks arrive; no gossip or
-        # mingle: the lab runs one worker
-        "celery-worker": ["celery", "worker", "--skip-serve-logs", "--autoscale", "24,4", *CELERY_ALONE],
+        # as many task slots as the core's parallelism. Twelve stay forked: the two continuous
+        # flows hold two, and a failover triggered as a minute's periodic tasks arrive must
+        # find a process ready (one forked on demand took 2-3 s on a busy machine); no gossip
+        # or mingle: the lab runs one worker
+        "celery-worker": ["celery", "worker", "--skip-serve-logs", "--autoscale", f"24,{CELERY_READY}", *CELERY_ALONE],
     }[role]
 
 
