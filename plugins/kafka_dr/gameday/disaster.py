@@ -82,9 +82,11 @@ def run_disaster(d: Deployment, traffic: Traffic, readers: Readers, pace: Pace, 
     conf = {"failed_cluster": EAST, "surviving_cluster": WEST, "consumer_groups": groups, "dry_run": False}
 
     def move_the_app() -> None:
-        # east is dead: its app died with it, and its replacement starts on west
-        traffic.redirect(EAST, west)
+        # east is dead: its app died with it, and its replacement starts on west, its consumer
+        # at once: it waits for nothing of the old app (whose producers' last records take up to
+        # their retire flush to fail)
         log.moves_out.append(readers.move(NAMES.group(EAST), west, abandon=True))
+        traffic.redirect(EAST, west)
 
     log.failover_triggered_at, log.failover_done_at, log.failover_state, log.failover_summary = _operator_run(
         d, "dr_failover", conf, then=move_the_app
