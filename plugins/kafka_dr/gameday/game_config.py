@@ -10,15 +10,18 @@ from kafka_dr.gameday.script import FULL
 
 #: The periodic DAGs run every minute or two: a game day of minutes must see them act.
 #: Heartbeats and the supervisor every minute: they detect a cut and restart a dead flow.
+#: The two-minute ones split between even and odd minutes, as an operator staggers cron jobs:
+#: six task processes starting at once keep both cores busy for seconds, and a fault or a
+#: failover that meets them recovers that much later.
 #: Data quality every ten: a Spark job over everything retained, the heaviest load on 2 cores.
 SCHEDULES = {
     "heartbeat": "* * * * *",
     "cluster_health": "*/2 * * * *",
     "offset_sync": "*/2 * * * *",
     "replication_supervisor": "* * * * *",
-    "topic_config_sync": "*/2 * * * *",
-    "schema_mirror": "*/2 * * * *",
-    "data_quality": "*/10 * * * *",
+    "topic_config_sync": "1-59/2 * * * *",
+    "schema_mirror": "1-59/2 * * * *",
+    "data_quality": "5-59/10 * * * *",
 }
 
 
