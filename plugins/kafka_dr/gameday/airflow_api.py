@@ -96,11 +96,6 @@ class AirflowApi:
     def run(self, dag_id: str, run_id: str) -> dict:
         return self.get(f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
 
-    def active_runs(self) -> list[str]:
-        """The DAG ids of every queued or running run, across all DAGs."""
-        runs = self.get("/api/v2/dags/~/dagRuns?state=queued&state=running&limit=100").get("dag_runs", [])
-        return sorted(r["dag_id"] for r in runs)
-
     def runs(self, dag_id: str, limit: int = 20) -> list[dict]:
         return self.get(f"/api/v2/dags/{dag_id}/dagRuns?limit={limit}&order_by=-start_date").get("dag_runs", [])
 

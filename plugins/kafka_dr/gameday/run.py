@@ -52,9 +52,6 @@ FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
 FLOWING_TIMEOUT_S = 900.0
 READY_TIMEOUT_S = 600.0  #: offset sync run once, then dr_parity green both ways
 SETTLE_TIMEOUT_S = 900.0
-#: the scheduler starts the runs due at unpause within a loop or two; they take seconds each
-FIRST_RUNS_APPEAR_S = 3.0
-FIRST_RUNS_TIMEOUT_S = 60.0
 
 
 class Say:
@@ -137,24 +134,6 @@ def _unready_direction(d: Deployment) -> str | None:
             if verdict not in (READY, DEGRADED):
                 return f"{f.source} -> {f.target}: {verdict}"
     return None
-
-
-def _wait_first_runs(d: Deployment, timeout: float = FIRST_RUNS_TIMEOUT_S) -> str:
-    """Until the runs the scheduler starts at unpause are done (replication's excepted: they
-    run on), at most ``timeout``: a dozen task processes start together then, and a fault
-    injected among them measures their start-up, not its own recovery."""
-    started = time.monotonic()
-    time.sleep(FIRST_RUNS_APPEAR_S)
-    busy: list[str] = []
-    while time.monotonic() - started < timeout:
-        try:
-            busy = [dag_id for dag_id in d.api.active_runs() if not dag_id.startswith("dr_replicate_")]
-        except Exception:  # noqa: BLE001 - a busy api-server: ask again
-            busy = ["(not answered)"]
-        if not busy:
-            return f"done {time.monotonic() - started:.0f}s after unpause"
-        time.sleep(1.0)
-    return f"still running after {timeout:.0f}s: {', '.join(busy)}"
 
 
 def _scheduled_run(d: Deployment, dag_id: str, timeout: float = 60.0) -> str | None:
@@ -275,7 +254,6 @@ def run_gameday(
         flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
         say(f"replication flowing both ways {flowing - t0:.0f}s after its DAGs were unpaused")
         say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_first_up(dag_id)))}")
-        say(f"first scheduled runs: {_wait_first_runs(d)}")
         ready = in_background(lambda: _wait_ready(d))
         ready.add_done_callback(lambda f: say(f"ready: {f.result()}" if f.exception() is None else "not ready"))
         if pace.ready_before_faults:
