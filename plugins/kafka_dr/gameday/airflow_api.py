@@ -14,6 +14,7 @@ import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 
 DONE = ("success", "failed")
 #: a trigger's answer lost to a busy api-server (its timeout, a 5xx) is asked again this often
@@ -95,6 +96,11 @@ class AirflowApi:
 
     def run(self, dag_id: str, run_id: str) -> dict:
         return self.get(f"/api/v2/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id, safe='')}")
+
+    def scheduler_heartbeat(self) -> float | None:
+        """When a scheduler last heartbeated (epoch seconds; None: never, or unknown)."""
+        at = self.get("/api/v2/monitor/health").get("scheduler", {}).get("latest_scheduler_heartbeat")
+        return datetime.fromisoformat(at).timestamp() if at else None
 
     def runs(self, dag_id: str, limit: int = 20) -> list[dict]:
         return self.get(f"/api/v2/dags/{dag_id}/dagRuns?limit={limit}&order_by=-start_date").get("dag_runs", [])

@@ -149,5 +149,18 @@ def airflow_scheduler(d: Deployment) -> Injected:
     processes.kill9(pid)
     time.sleep(5)
     assert d.cfg is not None
+    restarted = time.time()
     d.airflow.up(ServiceSpec(**state["spec"]), d.cfg)
+    # over once the new scheduler runs its loop (its first heartbeat), not when its process
+    # started: the next fault, the disaster's failover included, meets a scheduler at work
+    _wait("the restarted scheduler's heartbeat", lambda: _heartbeat_since(d, restarted), 180, every=0.5)
     return Injected("airflow-scheduler", began, time.time(), notes=[f"killed scheduler pid {pid}, restarted"])
+
+
+def _heartbeat_since(d: Deployment, since: float) -> bool:
+    assert d.api is not None
+    try:
+        beat = d.api.scheduler_heartbeat()
+    except Exception:  # noqa: BLE001 - an api-server busy with the restart: ask again
+        return False
+    return beat is not None and beat >= since
