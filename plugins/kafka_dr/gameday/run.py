@@ -8,10 +8,8 @@ data-quality run is green. Everything the run produced stays in its folder (see
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 
 from kafka_dr.gameday import evidence, faults, processes
@@ -147,20 +145,6 @@ def _scheduled_run(d: Deployment, dag_id: str, timeout: float = 60.0) -> str | N
     return None
 
 
-def in_background(call: Callable[[], str]) -> Future:
-    """``call`` on a daemon thread (a game day torn down early does not wait for it)."""
-    future: Future = Future()
-
-    def run() -> None:
-        try:
-            future.set_result(call())
-        except BaseException as e:  # noqa: BLE001 - handed to whoever waits for the result
-            future.set_exception(e)
-
-    threading.Thread(target=run, name="gameday-ready", daemon=True).start()
-    return future
-
-
 def _flowing_by(t: float, ends, traffic: Traffic, readers: Readers, timeout: float) -> float | None:
     """When every ``(source, target)`` in ``ends`` has carried a record produced at or after
     ``t``; None if not within ``timeout``."""
@@ -254,10 +238,8 @@ def run_gameday(
         flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
         say(f"replication flowing both ways {flowing - t0:.0f}s after its DAGs were unpaused")
         say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_first_up(dag_id)))}")
-        ready = in_background(lambda: _wait_ready(d))
-        ready.add_done_callback(lambda f: say(f"ready: {f.result()}" if f.exception() is None else "not ready"))
-        if pace.ready_before_faults:
-            ready.result()
+        # the faults start once the deployment is ready for failover, as an operator's game day does
+        say(f"ready: {_wait_ready(d)}")
         t0 = time.time()
         injected: list[faults.Injected] = []
         disaster: DisasterLog | None = None
@@ -265,7 +247,6 @@ def run_gameday(
             _until(next_start(t0 + step.at_s, injected, pace))
             say(f"fault: {step.fault}")
             if step.fault == DISASTER:
-                ready.result()  # an operator fails over a deployment that was ready for it
                 disaster = run_disaster(d, traffic, readers, pace, say)
                 injected.append(faults.Injected(DISASTER, disaster.east_down_at, disaster.east_back_at))
             else:

@@ -15,7 +15,7 @@ from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
 from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
 from kafka_dr.gameday.proof import stall_end
 from kafka_dr.gameday.report import FaultRow, json_line, table
-from kafka_dr.gameday.run import in_background, next_start
+from kafka_dr.gameday.run import next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, Pace, minimum_minutes, script, short_script
 from kafka_dr.gameday.verdict import Alert, alerts_from, dq_run_started, fault_rows, targets
 
@@ -58,12 +58,6 @@ def test_without_scheduled_data_quality_the_fault_after_a_network_cut_waits_only
     cut = Injected("target-network-cut", 100.0, 160.0)
     pace = Pace(recovery_s=8.0, latency_window_s=30, scheduled_data_quality=False)
     assert next_start(120.0, [cut], pace) == 160.0 + 8.0
-
-
-def test_a_background_call_hands_its_result_or_its_error_to_whoever_waits():
-    assert in_background(lambda: "ready").result(timeout=5) == "ready"
-    with pytest.raises(TimeoutError, match="never"):
-        in_background(lambda: (_ for _ in ()).throw(TimeoutError("never"))).result(timeout=5)
 
 
 class _Api:
