@@ -247,6 +247,23 @@ def stall_end(
     return longest[1] if longest is not None and longest[0] >= min_gap else None
 
 
+def flowing_since(
+    t: float, began: float, now: float, source: str, target: str, ledger: LedgerView, reads: Iterable[Read]
+) -> float | None:
+    """As seen at ``now``, when copies from ``source`` reached ``target`` again after a fault
+    that began at ``began`` and ended at ``t``: the first arrival of a record produced at or
+    after ``t``, or the end of a longer pause after it (:func:`stall_end`), once arrivals have
+    gone on for :data:`STALL_GAP_S` without pausing. None until then: a killed job's last
+    copies can carry a record produced after the fault and be followed by the stall."""
+    reads = [r for r in reads if r.cluster == target and r.origin == source]
+    first = flowing_again(t, source, target, ledger, reads)
+    if first is None or now - first.read_at < STALL_GAP_S:
+        return None
+    if now - max(r.at for r in reads) >= STALL_GAP_S:
+        return None  # paused now: its end is still to come
+    return max(first.read_at, stall_end(began, now, source, target, reads) or first.read_at)
+
+
 def rpo_observed(
     failed: str,
     survivor: str,

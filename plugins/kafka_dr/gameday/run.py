@@ -17,7 +17,7 @@ from kafka_dr.gameday.deploy import EAST, WEST, Deployment, Ports
 from kafka_dr.gameday.disaster import DisasterLog, run_disaster
 from kafka_dr.gameday.memory import MemorySampler
 from kafka_dr.gameday.model import NAMES
-from kafka_dr.gameday.proof import flowing_again, read_cluster, where_lost
+from kafka_dr.gameday.proof import flowing_since, read_cluster, where_lost
 from kafka_dr.gameday.readers import Readers
 from kafka_dr.gameday.records import write_app_records
 from kafka_dr.gameday.report import json_line, table
@@ -145,14 +145,17 @@ def _scheduled_run(d: Deployment, dag_id: str, timeout: float = 60.0) -> str | N
     return None
 
 
-def _flowing_by(t: float, ends, traffic: Traffic, readers: Readers, timeout: float) -> float | None:
-    """When every ``(source, target)`` in ``ends`` has carried a record produced at or after
-    ``t``; None if not within ``timeout``."""
+def _flowing_by(t: float, ends, traffic: Traffic, readers: Readers, timeout: float, began: float | None = None):
+    """When every ``(source, target)`` in ``ends`` carried a record produced at or after ``t``
+    and copies went on arriving (:func:`~kafka_dr.gameday.proof.flowing_since`; ``began``: when
+    the fault began, default ``t``); None if not within ``timeout``."""
+    began = t if began is None else began
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        view, reads = traffic.view(), readers.reads()
-        if all(flowing_again(t, s, r, view, reads) for s, r in ends):
-            return time.time()
+        view, reads, now = traffic.view(), readers.reads(), time.time()
+        at = [flowing_since(t, began, now, s, r, view, reads) for s, r in ends]
+        if None not in at:
+            return max(at)
         time.sleep(2)
     return None
 
@@ -168,7 +171,7 @@ def _await_recovery(fault: faults.Injected, traffic: Traffic, readers: Readers, 
     """Wait until every flow the fault can interrupt carries a record produced after it ended
     (the next fault waits for it: each one's recovery is its own)."""
     healed = fault.ended or fault.began
-    flowing = _flowing_by(healed, [FLOW_ENDS[f] for f in fault.flows], traffic, readers, timeout)
+    flowing = _flowing_by(healed, [FLOW_ENDS[f] for f in fault.flows], traffic, readers, timeout, fault.began)
     if flowing is None:
         return f"not flowing again within {timeout:.0f}s after it ended"
     return f"flowing again {flowing - healed:.0f}s after it ended"

@@ -4,6 +4,7 @@ report and per-fault rows, on plain values."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -13,7 +14,7 @@ from kafka_dr.gameday.game_config import SCHEDULES, game_config
 from kafka_dr.gameday.memory import growth
 from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
 from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
-from kafka_dr.gameday.proof import stall_end
+from kafka_dr.gameday.proof import flowing_since, stall_end
 from kafka_dr.gameday.report import FaultRow, json_line, table
 from kafka_dr.gameday.run import next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, Pace, minimum_minutes, script, short_script
@@ -209,6 +210,34 @@ def test_a_killed_jobs_last_copies_do_not_hide_the_stall_after_them():
     assert rows[0].flowing_again_after_s == 70.0
 
 
+def test_the_wait_for_a_fault_s_recovery_is_not_ended_by_a_killed_job_s_last_copy():
+    """An executor is killed at 100 s; its Python worker copies one more record produced after
+    the kill (arriving at 100.4 s), then nothing arrives until the new executor copies at 131 s.
+    The wait sees a pause, not a recovery, until arrivals resume, and reports their resumption."""
+    produced = {"east:gd.keyed:0": 99.0, "east:gd.keyed:1": 100.1, "east:gd.keyed:2": 130.0, "east:gd.keyed:3": 130.5}
+    view = LedgerView({g: _acked(g, "east", t) for g, t in produced.items()}, {}, {}, [])
+    arrivals = {"east:gd.keyed:0": 99.5, "east:gd.keyed:1": 100.4, "east:gd.keyed:2": 131.0, "east:gd.keyed:3": 131.5}
+    reads = [Read(g, "gd-app-west", "west", "gd.keyed", 0, i, at, "east") for i, (g, at) in enumerate(arrivals.items())]
+
+    def seen(now: float) -> float | None:
+        return flowing_since(100.0, 100.0, now, "east", "west", view, [r for r in reads if r.at <= now])
+
+    assert seen(103.0) is None  # the first copy after the kill is too recent to tell
+    assert seen(106.0) is None and seen(125.0) is None  # a pause since 100.4 s: not flowing
+    assert seen(131.2) == 131.0  # arrivals resumed: flowing again 31 s after the kill
+    assert seen(134.0) == 131.0
+
+
+def test_the_wait_for_a_fault_s_recovery_ends_at_the_first_copy_when_copies_go_on():
+    produced = {f"east:gd.keyed:{i}": 100.0 + i * 0.5 for i in range(20)}
+    view = LedgerView({g: _acked(g, "east", t) for g, t in produced.items()}, {}, {}, [])
+    reads = [
+        Read(g, "gd-app-west", "west", "gd.keyed", 0, i, t + 0.3, "east") for i, (g, t) in enumerate(produced.items())
+    ]
+    assert flowing_since(100.0, 100.0, 104.0, "east", "west", view, [r for r in reads if r.at <= 104.0]) is None
+    assert flowing_since(100.0, 100.0, 109.0, "east", "west", view, reads) == 100.3
+
+
 def test_alerts_name_the_failed_task_or_the_operator_event():
     got = alerts_from([{"dag_id": "dr_heartbeat", "task_id": "measure_latency"}, {"event": "failover"}], [1.0, 2.0])
     assert [(a.at, a.what) for a in got] == [(1.0, "dr_heartbeat.measure_latency"), (2.0, "failover")]
@@ -250,19 +279,18 @@ def test_a_fault_has_recovered_once_each_of_its_flows_carried_a_record_produced_
         def reads(self):
             return self.value
 
-    view = LedgerView(
-        {
-            "east:gd.keyed:1": _acked("east:gd.keyed:1", "east", 105.0),
-            "west:gd.keyed:1": _acked("west:gd.keyed:1", "west", 106.0),
-        },
-        {},
-        {},
-        [],
-    )
-    east_only = [Read("east:gd.keyed:1", "gd-app-west", "west", "gd.keyed", 0, 1, 130.0, "east")]
-    both = [*east_only, Read("west:gd.keyed:1", "gd-app-east", "east", "gd.keyed", 0, 1, 131.0, "west")]
-    cut = Injected("target-network-cut", 100.0, 104.0)
-    assert _await_recovery(cut, Source(view), Source(both), 1.0).startswith("flowing again ")
+    now = time.time()  # the wait judges arrivals against the clock: copies that go on up to now
+    ids = [f"{origin}:gd.keyed:{i}" for origin in ("east", "west") for i in (1, 2, 3)]
+    view = LedgerView({g: _acked(g, g.split(":")[0], now - 60.0) for g in ids}, {}, {}, [])
+
+    def arrived(gd: str, at: float) -> Read:
+        origin = gd.split(":")[0]
+        return Read(gd, "gd-app", "west" if origin == "east" else "east", "gd.keyed", 0, 1, at, origin)
+
+    east_only = [arrived(f"east:gd.keyed:{i}", now - at) for i, at in ((1, 10.0), (2, 6.0), (3, 2.0))]
+    both = [*east_only, *(arrived(f"west:gd.keyed:{i}", now - at) for i, at in ((1, 9.0), (2, 5.0), (3, 1.0)))]
+    cut = Injected("target-network-cut", now - 100.0, now - 96.0)
+    assert _await_recovery(cut, Source(view), Source(both), 1.0) == "flowing again 87s after it ended"
     assert _await_recovery(cut, Source(view), Source(east_only), 0.1) == "not flowing again within 0s after it ended"
     one_flow = Injected("spark-driver", 100.0, 104.0, ("east_to_west",))
     assert _await_recovery(one_flow, Source(view), Source(east_only), 1.0).startswith("flowing again ")
