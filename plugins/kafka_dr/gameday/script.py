@@ -87,9 +87,8 @@ FULL = Pace()
 #: fault waits for the last one's flows, then 8 s), lighter traffic; the faults start once the
 #: deployment is ready, as in the full one: before that the periodic DAGs' first runs (a
 #: dozen task processes at once, dr_parity's the longest) load both cores, and a fault among
-#: them measured them (an executor's replacement took 33-40 s to copy again instead of about
-#: 22), while dr_parity's first run, caught by the network cut, held the failover back up to
-#: a minute. The failback's gate runs as an operator runs it (records and data quality).
+#: them would measure them. The failback's gate runs as an operator runs it (records and data
+#: quality).
 #: Data quality runs in that gate and at the end only: a scheduled run (a Spark job over
 #: everything retained) lands at a random point of its minutes, doubling the load under
 #: whichever fault it meets, so that fault's recovery measured the schedule's phase.

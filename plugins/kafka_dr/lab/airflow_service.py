@@ -104,7 +104,7 @@ def role_argv(role: str, port: int) -> list[str]:
         "triggerer": ["triggerer", "--skip-serve-logs"],
         # as many task slots as the core's parallelism. Twelve stay forked: the two continuous
         # flows hold two, and a failover triggered as a minute's periodic tasks arrive must
-        # find a process ready (one forked on demand took 2-3 s on a busy machine); no gossip
+        # find a process ready, not wait for one forked on demand on a busy machine; no gossip
         # or mingle: the lab runs one worker
         "celery-worker": ["celery", "worker", "--skip-serve-logs", "--autoscale", f"24,{CELERY_READY}", *CELERY_ALONE],
     }[role]
