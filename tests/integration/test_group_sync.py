@@ -5,6 +5,7 @@ target within seconds. Every expected target position is computed here from what
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 
@@ -52,6 +53,48 @@ def test_the_commit_log_returns_every_live_commit_then_only_new_ones(lab, lab_co
             later = {k: v for k, v in log.read().items() if k[0] == group}
         assert {k: (v.offset, v.metadata) for k, v in later.items()} == {(group, topic_name, 0): (9, "second")}
     finally:
+        c.close()
+        log.c.close()
+
+
+def test_the_commit_log_catches_up_while_groups_commit_without_pause(lab, lab_config, topic_name):
+    """A group committing every 20 ms leaves no quiet moment and its partition never reports
+    its end: a read still ends, with the commits made before it, long before its timeout."""
+    from confluent_kafka import TopicPartition
+
+    from kafka_dr.kafka.progress_store import commit_with_retry
+
+    east = lab_config.cluster("east")
+    ensure_topic(clients.admin(east), topic_name, partitions=1)
+    busy, quiet = f"busy-{uuid.uuid4().hex[:6]}", f"app-{uuid.uuid4().hex[:6]}"
+    log = _commit_log(east)
+    log.read()  # caught up with every live commit
+    stop = threading.Event()
+
+    def commit_without_pause():
+        c = clients.consumer(east, busy)
+        n = 0
+        while not stop.is_set():
+            n += 1
+            commit_with_retry(c, [TopicPartition(topic_name, 0, n)])
+            time.sleep(0.02)
+        c.close()
+
+    committer = threading.Thread(target=commit_without_pause, daemon=True)
+    committer.start()
+    c = clients.consumer(east, quiet)
+    try:
+        time.sleep(1)
+        commit_with_retry(c, [TopicPartition(topic_name, 0, 42)])
+        started = time.monotonic()
+        got = log.read(timeout=60)
+        took = time.monotonic() - started
+        assert (quiet, topic_name, 0) in got and got[(quiet, topic_name, 0)].offset == 42
+        assert any(k[0] == busy for k in got)  # the busy group was committing all along
+        assert took < 30, f"the read took {took:.1f}s: it ended at its timeout, not at the partitions' ends"
+    finally:
+        stop.set()
+        committer.join(10)
         c.close()
         log.c.close()
 

@@ -12,23 +12,30 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
 from kafka_dr.core.group_commits import COMMITS_TOPIC, GroupCommit, decode_commit
 from kafka_dr.kafka import permissions
 
 BATCH = 5000
+WAIT_S = 0.1  #: one wait for records, a read being over only once every partition is read up to its end
 
 
 class CommitLog:
     """Tails ``__consumer_offsets`` with ``consumer`` (assigned here, never committing; made
-    with ``enable.partition.eof``: the first read ends when every partition reported its end)."""
+    with ``enable.partition.eof``).
+
+    A read goes up to the partitions' ends as they were when it began (asked once per read):
+    a partition is read up to there once it delivered a record at or past that end, or reported
+    its end past it. Never "until nothing arrives for a while": on a cluster whose groups commit
+    every few ms (a transactional copy's progress among them) no such pause comes, and neither
+    does an end report, which comes only from a fetch that found nothing new."""
 
     def __init__(self, consumer: Consumer, where: str):
         self.c, self.where = consumer, where
-        self.partitions: int | None = None
-        self.caught_up = False
-        self._at_end: set[int] = set()
+        self.partitions: list[int] | None = None
+        #: per partition: the offset read up to (past its last record, or its reported end)
+        self._next: dict[int, int] = {}
 
     def _assign(self, timeout: float) -> bool:
         md = self.c.list_topics(COMMITS_TOPIC, timeout=timeout).topics.get(COMMITS_TOPIC)
@@ -36,25 +43,37 @@ class CommitLog:
             if md is not None and md.error is not None and permissions.is_denied(md.error):
                 raise permissions.denied(self.where, f"read {COMMITS_TOPIC}", "READ", permissions.topic(COMMITS_TOPIC))
             return False  # no group has committed on this cluster yet
-        self.partitions = len(md.partitions)
-        self.c.assign([TopicPartition(COMMITS_TOPIC, p, OFFSET_BEGINNING) for p in md.partitions])
+        self.partitions = sorted(md.partitions)
+        self.c.assign([TopicPartition(COMMITS_TOPIC, p, OFFSET_BEGINNING) for p in self.partitions])
         return True
 
-    def read(self, timeout: float = 30.0, quiet_s: float = 0.2) -> dict[tuple[str, str, int], GroupCommit]:
-        """The latest commit per (group, topic, partition) since the last read. The first reads
-        return every live commit (reading until each partition reported its end, ``timeout``
-        seconds at a time); later ones stop once nothing arrives for ``quiet_s``."""
+    def _ends(self, timeout: float) -> dict[int, int]:
+        """Each partition's end now: its last stable offset for this read_committed reader, so
+        a commit in a transaction still open is left to a later read."""
+        asked = [TopicPartition(COMMITS_TOPIC, p, OFFSET_END) for p in self.partitions or []]
+        got = self.c.offsets_for_times(asked, timeout=timeout)
+        for tp in got:
+            if tp.error is not None:
+                raise KafkaException(tp.error)
+        return {tp.partition: tp.offset for tp in got}
+
+    def read(self, timeout: float = 30.0) -> dict[tuple[str, str, int], GroupCommit]:
+        """The latest commit per (group, topic, partition) committed since the last read and
+        before this one began (the first read: every live commit). A read cut short by
+        ``timeout`` returns what it read; the next one goes on from there."""
         if self.partitions is None and not self._assign(timeout):
             return {}
-        out: dict[tuple[str, str, int], GroupCommit] = {}
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            msgs = self.c.consume(num_messages=BATCH, timeout=quiet_s)
-            for msg in msgs:
+        ends = self._ends(timeout)
+        left = {p for p, end in ends.items() if self._next.get(p, 0) < end}
+        out: dict[tuple[str, str, int], GroupCommit] = {}
+        while left and time.monotonic() < deadline:
+            for msg in self.c.consume(num_messages=BATCH, timeout=min(WAIT_S, max(0.0, deadline - time.monotonic()))):
                 err = msg.error()
+                p = msg.partition()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        self._at_end.add(msg.partition())
+                        self._read_to(p, msg.offset(), ends, left)
                         continue
                     if permissions.is_denied(err):
                         doing = f"read {COMMITS_TOPIC}"
@@ -65,14 +84,13 @@ class CommitLog:
                 try:
                     commit = decode_commit(msg.key(), msg.value())
                 except ValueError as e:
-                    raise RuntimeError(f"{self.where}/{COMMITS_TOPIC}[{msg.partition()}]@{msg.offset()}: {e}") from None
+                    raise RuntimeError(f"{self.where}/{COMMITS_TOPIC}[{p}]@{msg.offset()}: {e}") from None
                 if commit is not None:
                     out[commit.key] = commit
-            if not self.caught_up:
-                if len(self._at_end) >= self.partitions:
-                    self.caught_up = True
-                    return out
-                continue
-            if not msgs:
-                return out
-        return out  # a first read cut short by the timeout: the next read goes on from there
+                self._read_to(p, msg.offset() + 1, ends, left)
+        return out
+
+    def _read_to(self, partition: int, offset: int, ends: dict[int, int], left: set[int]) -> None:
+        self._next[partition] = max(self._next.get(partition, 0), offset)
+        if self._next[partition] >= ends.get(partition, 0):
+            left.discard(partition)

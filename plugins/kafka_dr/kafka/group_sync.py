@@ -159,6 +159,7 @@ class RoundReport:
     committed: int = 0
     unsettled: int = 0
     seconds: float = 0.0
+    read_seconds: float = 0.0  #: of ``seconds``: reading the source's commits
 
 
 class ContinuousGroupSync:
@@ -202,7 +203,9 @@ class ContinuousGroupSync:
         if self._sync is None:
             self._sync = GroupSync(self.cfg, self.flow, self.resolve)
         sync = self._sync
-        moved = positions_to_sync(self._commits.read().values(), self._topic_synced, sync.selects)
+        commits = self._commits.read()
+        read_s = self.clock() - started
+        moved = positions_to_sync(commits.values(), self._topic_synced, sync.selects)
         for group, offsets in moved.items():
             self._unsettled.setdefault(group, {}).update(offsets)
             for t, p in offsets:
@@ -213,7 +216,7 @@ class ContinuousGroupSync:
             for g, o in self._unsettled.items()
         }
         due = {g: o for g, o in due.items() if o}
-        report = RoundReport(groups=len(due))
+        report = RoundReport(groups=len(due), read_seconds=read_s)
         for group, rows in sync.groups(due).items():
             report.partitions += len(rows)
             report.committed += sum(1 for r in rows if r["committed"])
@@ -283,13 +286,15 @@ def run_rounds(
             failures = 0
             if r.partitions:
                 log.info(
-                    "flow %s: group-offset sync: %d group(s), %d partition(s), %d committed, %d not copied yet, %.2fs",
+                    "flow %s: group-offset sync: %d group(s), %d partition(s), %d committed, %d not copied yet, "
+                    "%.2fs (commits read in %.2fs)",
                     sync.flow.name,
                     r.groups,
                     r.partitions,
                     r.committed,
                     r.unsettled,
                     r.seconds,
+                    r.read_seconds,
                 )
         except Exception as e:  # noqa: BLE001 - a cluster away, a refusal: try again next round
             failures += 1
