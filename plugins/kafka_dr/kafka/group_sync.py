@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from kafka_dr.core import offsets as core
 from kafka_dr.core.config import DrConfig, FlowConfig
@@ -56,6 +56,8 @@ class GroupSync:
         # a group's partitions searched at once, as a failover's move does (a few readers more)
         self.tr = Translator(cfg, flow, resolve, source_available=True, probe_threads=MOVE_PROBE_THREADS)
         self.placer = GroupPlacer(cfg, flow, self.tr, resolve)
+        #: seconds the last :meth:`groups` spent translating, placing and committing
+        self.spent: dict[str, float] = {}
 
     def selects(self, group: str) -> bool:
         """Whether the config's ``consumer_groups`` select ``group``."""
@@ -76,16 +78,26 @@ class GroupSync:
         thousand groups caught up with the same topic cost one translation, not a thousand."""
         key_of = {g: frozenset(due[g].items()) for g in sorted(due)}
         shared: dict[frozenset, list] = {}
+        clock, spent = time.monotonic, dict.fromkeys(("translated", "placed", "committed"), 0.0)
         for group, key in key_of.items():
             if key not in shared:
-                shared[key] = self.placer.place(self.tr.translate(group, due[group]))
+                t0 = clock()
+                translated = self.tr.translate(group, due[group])
+                t1 = clock()
+                shared[key] = self.placer.place(translated)
+                spent["translated"] += t1 - t0
+                spent["placed"] += clock() - t1
+        self.spent = spent
+        t0 = clock()
         # the commits wait on round trips (each group's own consumer, its state, its records):
         # several at once; the translations above share readers, so they stay on this thread
         with ThreadPoolExecutor(COMMIT_THREADS, thread_name_prefix=f"group-commit-{self.flow.name}") as pool:
             done = {
                 g: pool.submit(self._commit, g, [replace(t, group=g) for t in shared[k]]) for g, k in key_of.items()
             }
-            return {g: f.result() for g, f in done.items()}
+            out = {g: f.result() for g, f in done.items()}
+        spent["committed"] = clock() - t0
+        return out
 
     def _commit(self, group: str, translations: list) -> list[dict]:
         """Commit ``group``'s ``translations`` under the sync rules and record each one."""
@@ -159,7 +171,8 @@ class RoundReport:
     committed: int = 0
     unsettled: int = 0
     seconds: float = 0.0
-    read_seconds: float = 0.0  #: of ``seconds``: reading the source's commits
+    #: of ``seconds``: reading the source's commits, then translating, placing and committing
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 class ContinuousGroupSync:
@@ -216,18 +229,21 @@ class ContinuousGroupSync:
             for g, o in self._unsettled.items()
         }
         due = {g: o for g, o in due.items() if o}
-        report = RoundReport(groups=len(due), read_seconds=read_s)
+        report = RoundReport(groups=len(due))
         for group, rows in sync.groups(due).items():
             report.partitions += len(rows)
             report.committed += sum(1 for r in rows if r["committed"])
             for r in rows:
                 self._note(group, r, now)
+        report.phases = {"read": read_s, **sync.spent}
         self._unsettled = {g: o for g, o in self._unsettled.items() if o}
         report.unsettled = sum(len(o) for o in self._unsettled.values())
-        if self.clock() - self._tails_at >= TAILS_EVERY_SECONDS:
+        recording = self.clock()
+        if recording - self._tails_at >= TAILS_EVERY_SECONDS:
             sync.record_tails()
             self._tails_at = self.clock()
         sync.flush()
+        report.phases["recorded"] = self.clock() - recording
         report.seconds = self.clock() - started
         return report
 
@@ -287,14 +303,14 @@ def run_rounds(
             if r.partitions:
                 log.info(
                     "flow %s: group-offset sync: %d group(s), %d partition(s), %d committed, %d not copied yet, "
-                    "%.2fs (commits read in %.2fs)",
+                    "%.2fs (%s)",
                     sync.flow.name,
                     r.groups,
                     r.partitions,
                     r.committed,
                     r.unsettled,
                     r.seconds,
-                    r.read_seconds,
+                    ", ".join(f"{phase} {s:.2f}s" for phase, s in r.phases.items()),
                 )
         except Exception as e:  # noqa: BLE001 - a cluster away, a refusal: try again next round
             failures += 1
