@@ -30,11 +30,10 @@ ALERTING = {"target-network-cut", "east-down-failover-failback"}
 #: and the RTO (a failover's trigger to the moved app's first read) within 20 s.
 FLOWING_TARGET_S = 30.0
 RTO_TARGET_S = 20.0
-#: a synced group position is at most one sync interval and one sync round old while the job
-#: runs (a round of the game day's groups under its load: 2-8 s); after the job started again
-#: (the scheduler's restart) the first round comes once it copies, about 30-40 s after the fault,
-#: and the game day's disaster can follow that fault at once
-SYNC_ROUND_S = 60.0
+#: a synced group position is at most one sync interval and one sync round old (a round reads
+#: the commits made before it began and commits their translations when it ends; the game
+#: day's rounds, docs/operations.md)
+SYNC_ROUND_S = 10.0
 MEMORY_GROWTH_MAX = 1.25
 
 
