@@ -73,6 +73,7 @@ def compare_rereads(
     at_most: Mapping[str, int | None] | None = None,
     reported_since_sync: int | None = None,
     reported_since_sync_by_origin: Mapping[str, int] | None = None,
+    interval_worth: int | None = None,
 ) -> Check:
     """Re-reads seen after a move against the figures reported for it. A group re-reads at
     least what the report counts; more by what it read after its position was last synced,
@@ -83,7 +84,8 @@ def compare_rereads(
     cluster that could not be asked reports its own bound on the re-reads since the last sync
     (``reported_since_sync``): ``beyond_reported_bound`` counts what exceeds it, and
     ``beyond_reported_origin_bound`` what exceeds it origin by origin
-    (``reported_since_sync_by_origin``)."""
+    (``reported_since_sync_by_origin``). ``interval_worth``, what the group consumed in the sync
+    interval alone before it left, is reported beside them."""
     bounded = at_most or {}
     below = sum(max(0, (reported.get(o) or 0) - (bounded.get(o) or 0) - observed.get(o, 0)) for o in reported)
     known = sum(n for n in reported.values() if n is not None)
@@ -107,6 +109,7 @@ def compare_rereads(
             "reported": known,
             "reported_unknown": sum(1 for n in reported.values() if n is None),
             "sync_window_worth": since_sync,
+            "sync_interval_worth": interval_worth,
             "reported_since_sync_at_most": reported_since_sync,
             "below_reported": below,
             "beyond_bound": beyond,

@@ -318,8 +318,10 @@ def _verdict(d, injected, disaster, t0, end, view, readers, stored, dq_state, sa
     alerts = alerts_from(d.webhook.received, d.webhook.received_at)
     rows = fault_rows(injected, t0, end, view, reads, alerts)
     loss_by_fault(rows, injected, stored, view)
-    window = d.cfg.consumer_groups.sync_interval_seconds + SYNC_ROUND_S
-    checks = checks_for(stored, view, reads, moves, disaster, sync_window_s=window)
+    interval = d.cfg.consumer_groups.sync_interval_seconds
+    checks = checks_for(
+        stored, view, reads, moves, disaster, sync_window_s=interval + SYNC_ROUND_S, sync_interval_s=interval
+    )
     rpo = next((c for c in checks if c.name.startswith("RPO")), None)
     failures = [c.name for c in checks if not c.ok]
     if dq_state != "success":

@@ -138,10 +138,12 @@ def checks_for(
     moves: list[Move],
     disaster: DisasterLog | None,
     sync_window_s: float | None = None,
+    sync_interval_s: float | None = None,
 ) -> list[Check]:
     """Every check of the day. ``sync_window_s``: how stale a synced group position can be (the
     sync interval and one round); what the moving group read in that long before it left a
-    cluster bounds its re-reads beyond the reported ones (``None``: no bound)."""
+    cluster bounds its re-reads beyond the reported ones (``None``: no bound); what it read in
+    ``sync_interval_s`` alone is reported beside it."""
     compacted = {NAMES.compacted_topic}
     out: list[Check] = []
     for cluster, records in stored.items():
@@ -162,15 +164,28 @@ def checks_for(
         ):
             observed = moved[index]["by_origin"] if index < len(moved) else {}
             move = mine[index - 1] if index - 1 < len(mine) else None
-            worth = None
+            worth = interval_worth = None
             if sync_window_s is not None and move is not None:
                 worth = consumption_before(reads, group, move.source, move.at, sync_window_s)
+            if sync_interval_s is not None and move is not None:
+                interval_worth = consumption_before(reads, group, move.source, move.at, sync_interval_s)
             entries = summary.get("consumer_groups", [])
             reported = reported_rereads(group, entries)
             at_most = reported_rereads(group, entries, topics=compacted)
             bound = reported_since_sync(group, entries)
             by_origin = reported_since_sync_by_origin(group, entries)
-            out.append(compare_rereads(f"{group} {label}", observed, reported, worth, at_most, bound, by_origin))
+            out.append(
+                compare_rereads(
+                    f"{group} {label}",
+                    observed,
+                    reported,
+                    worth,
+                    at_most,
+                    bound,
+                    by_origin,
+                    interval_worth=interval_worth,
+                )
+            )
         out.append(rpo_observed("east", "west", disaster.west_at_failover, view, disaster.east_down_at, compacted))
     return out
 

@@ -245,6 +245,11 @@ def test_compare_rereads_fails_beyond_the_report_plus_one_sync_intervals_worth()
     assert not c.ok and c.counts["beyond_bound"] == 3 and c.counts["sync_window_worth"] == 4
 
 
+def test_the_sync_intervals_own_worth_is_reported_beside_the_bound_not_held_to():
+    c = compare_rereads("failover", {"east": 9}, {"east": 5}, since_sync=4, interval_worth=1)
+    assert c.ok and c.counts["sync_interval_worth"] == 1 and c.counts["sync_window_worth"] == 4
+
+
 def test_a_move_from_a_dead_cluster_is_held_to_the_bound_its_own_report_gives():
     entries = [
         {"group": G, "topic": K, "partition": 0, "reread_since_sync_at_most": 30},
