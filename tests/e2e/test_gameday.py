@@ -48,9 +48,9 @@ FLOWING_AGAIN_S = dict.fromkeys(("spark-executor", "target-leader", "target-netw
 SINGLE_FAULTS = set(FLOWING_AGAIN_S)
 #: from the failover's trigger to the moved app's first read
 RTO_S = 60.0
-#: how stale a synced group position may be beyond the sync interval: one sync round, or the
-#: replication job's restart when the disaster follows the scheduler's restart at once (the job
-#: syncs again once it copies)
+#: how stale a synced group position may be beyond the sync interval: one sync round. Looser
+#: than the game day's own verdict (10 s), which the exit status already holds it to: this
+#: bound is the suite's own count against a window it computes from the apps' reads
 SYNC_ROUND_S = 60.0
 
 
