@@ -100,17 +100,16 @@ flows:
 DRILL = "drill"
 
 
-#: A test that needs the whole machine for a part of it: under ``make test``'s workers that part
-#: runs while no other test does (it takes the machine itself, :func:`machine_share`). The short
-#: game day (6 brokers, a Spark cluster, Airflow on PostgreSQL, traffic) keeps both cores busy on
-#: its own; it measures how soon replication flows again after each fault, and with other tests'
-#: JVMs beside it that measures the machine instead.
+#: A test that needs the whole machine: under ``make test``'s workers it runs while no other
+#: test does. The short game day (6 brokers, a Spark cluster, Airflow on PostgreSQL, traffic)
+#: keeps both cores busy on its own; it measures how soon replication flows again after each
+#: fault, and with other tests' JVMs beside it that measures the machine instead.
 WHOLE_MACHINE = "whole_machine"
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", f"{DRILL}: a longer trial of a fault the short game day also injects")
-    config.addinivalue_line("markers", f"{WHOLE_MACHINE}: its timed part runs while no other test of the suite runs")
+    config.addinivalue_line("markers", f"{WHOLE_MACHINE}: runs while no other test of the suite runs")
 
 
 class MachineShare:
@@ -149,7 +148,7 @@ def pytest_runtest_protocol(item, nextitem):
     """Each test holds the machine shared from before its setup to after its teardown; the wait
     for it comes first, outside the test's own timeout (pytest-timeout's timer starts inside)."""
     if item.get_closest_marker(WHOLE_MACHINE):
-        yield  # its module's fixture takes the machine alone for its faults (tests/e2e/test_gameday.py)
+        yield  # its module's fixture holds the machine alone (tests/e2e/test_gameday.py)
     elif item.nodeid.startswith(UNIT):
         yield  # no lab and a few seconds each: they run while the game day is still starting up
     else:

@@ -13,7 +13,6 @@ record across failover and failback. Recovery is held to bounds from the command
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -55,30 +54,23 @@ RTO_S = 60.0
 SYNC_ROUND_S = 60.0
 
 
-#: the game day's line once its deployment is ready, before the first fault: the machine is
-#: taken alone from here (the other tests running now end first; the faults wait for them)
-FAULTS_WAIT = "faults: waiting for"
 #: the game day's line once the failover's RTO is measured, its last timed bound: what follows
 #: (the failback, the drain, the traffic's tail, reading both clusters, its data-quality run,
 #: stopping everything) is bounded by counts and correctness, not by how soon it happens
 RTO_MEASURED = "RTO (trigger -> first read)"
 
 
-def _run_alone_for_its_faults(command: list[str], go: Path, timeout: float) -> tuple[int, list[str], str]:
-    """Run ``command`` (with ``--faults-after go``) beside the other tests until its deployment is
-    ready, alone from its first fault until its RTO is measured, then beside them again."""
-    with tempfile.TemporaryFile("w+") as err, contextlib.ExitStack() as alone:
+def _run_sharing_after_rto(command: list[str], share, timeout: float) -> tuple[int, list[str], str]:
+    """Run ``command``; the machine is handed back to the other tests once its RTO is measured."""
+    with tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
         killer = threading.Timer(timeout, proc.kill)
         killer.start()
-        lines, share = [], None
+        lines = []
         try:
             for line in proc.stdout:
                 lines.append(line.rstrip("\n"))
-                if FAULTS_WAIT in line and share is None:
-                    share = alone.enter_context(machine_share(exclusive=True))
-                    go.touch()
-                elif RTO_MEASURED in line and share is not None:
+                if RTO_MEASURED in line:
                     share.share()
             code = proc.wait()
         finally:
@@ -93,18 +85,16 @@ def _run_alone_for_its_faults(command: list[str], go: Path, timeout: float) -> t
 def game_day():
     """The command's exit status, its output and its JSON line; the lab is wiped afterwards."""
     shutil.rmtree(FOLDER, ignore_errors=True)
-    go = FOLDER.with_name(FOLDER.name + ".go")
-    go.unlink(missing_ok=True)
     command = [".venv/bin/kafka-dr", "gameday", "--short", "--dir", str(FOLDER), "--base-port", str(BASE_PORT)]
     # No other test's JVMs beside its faults: their recovery bounds and the RTO are the product's.
-    # Its start-up and everything after the RTO run beside the other tests.
-    code, lines, stderr = _run_alone_for_its_faults([*command, "--faults-after", str(go)], go, timeout=2300)
-    tail = "\n".join(lines[-40:]) + "\n" + stderr[-3000:]
-    try:
-        yield code, tail, _figures(lines)
-    finally:
-        go.unlink(missing_ok=True)
-        Lab(FOLDER / "lab").down(wipe=False)  # the clusters this test started again; logs stay
+    # Once the RTO is measured, the other tests run beside the rest of it.
+    with machine_share(exclusive=True) as share:
+        code, lines, stderr = _run_sharing_after_rto(command, share, timeout=2300)
+        tail = "\n".join(lines[-40:]) + "\n" + stderr[-3000:]
+        try:
+            yield code, tail, _figures(lines)
+        finally:
+            Lab(FOLDER / "lab").down(wipe=False)  # the clusters this test started again; logs stay
 
 
 def _figures(lines: list[str]) -> dict:

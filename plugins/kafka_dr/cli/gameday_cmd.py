@@ -23,13 +23,6 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--spark-workers", type=int, default=2, help="Spark workers (default 2)")
     p.add_argument("--dir", type=Path, default=Path(".gameday"), help="the game day's folder (default ./.gameday)")
     p.add_argument("--base-port", type=int, default=24092, help="first port of the game day's lab (default 24092)")
-    p.add_argument(
-        "--faults-after",
-        type=Path,
-        metavar="FILE",
-        help="once the deployment is ready, wait for FILE to exist before the first fault (a host "
-        "that runs other work makes room for the faults first; at most 30 minutes)",
-    )
     p.set_defaults(handler=run)
 
 
@@ -57,4 +50,4 @@ def run(a: argparse.Namespace) -> int:
     steps = short_script() if a.short else script(a.minutes)
     signal.signal(signal.SIGTERM, _interrupted)
     pace = SHORT if a.short else FULL
-    return run_gameday(a.dir, a.minutes, a.brokers, a.spark_workers, a.base_port, steps, pace, a.faults_after)
+    return run_gameday(a.dir, a.minutes, a.brokers, a.spark_workers, a.base_port, steps, pace)

@@ -50,8 +50,6 @@ FAULTS: dict[str, Callable[[Deployment], faults.Injected]] = {
 FLOWING_TIMEOUT_S = 900.0
 READY_TIMEOUT_S = 600.0  #: offset sync run once, then dr_parity green both ways
 SETTLE_TIMEOUT_S = 900.0
-#: the longest wait for ``faults_after`` to appear; past it the faults start anyway
-GO_TIMEOUT_S = 1800.0
 
 
 class Say:
@@ -87,16 +85,6 @@ FLOWS = ("east_to_west", "west_to_east")
 
 def _until(t: float) -> None:
     time.sleep(max(0.0, t - time.time()))
-
-
-def _wait_for_go(go: Path, timeout: float = GO_TIMEOUT_S) -> str:
-    """Until ``go`` exists (a host that runs other work frees itself for the faults first)."""
-    started = time.monotonic()
-    while not go.exists():
-        if time.monotonic() - started > timeout:
-            return f"{go} not there after {timeout:.0f}s: the faults start anyway"
-        time.sleep(0.5)
-    return f"{go} there after {time.monotonic() - started:.0f}s"
 
 
 def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
@@ -230,7 +218,6 @@ def run_gameday(
     base_port: int = 24092,
     steps: list[Step] | None = None,
     pace: Pace = FULL,
-    faults_after: Path | None = None,
 ) -> int:
     folder = Path(folder).resolve()
     say = Say(folder / "gameday.log")
@@ -256,9 +243,6 @@ def run_gameday(
         say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_first_up(dag_id)))}")
         # the faults start once the deployment is ready for failover, as an operator's game day does
         say(f"ready: {_wait_ready(d)}")
-        if faults_after is not None:
-            say(f"faults: waiting for {faults_after}")
-            say(f"faults: {_wait_for_go(faults_after)}")
         t0 = time.time()
         injected: list[faults.Injected] = []
         disaster: DisasterLog | None = None

@@ -16,7 +16,7 @@ from kafka_dr.gameday.model import ACKED, LedgerView, Produced, Read
 from kafka_dr.gameday.processes import descendants, executors, parse_ps, replication_drivers
 from kafka_dr.gameday.proof import flowing_since, stall_end
 from kafka_dr.gameday.report import FaultRow, json_line, table
-from kafka_dr.gameday.run import _wait_for_go, next_start
+from kafka_dr.gameday.run import next_start
 from kafka_dr.gameday.script import DISASTER, SINGLE_FAULTS, Pace, minimum_minutes, script, short_script
 from kafka_dr.gameday.verdict import Alert, alerts_from, dq_run_started, fault_rows, targets
 
@@ -294,10 +294,3 @@ def test_a_fault_has_recovered_once_each_of_its_flows_carried_a_record_produced_
     assert _await_recovery(cut, Source(view), Source(east_only), 0.1) == "not flowing again within 0s after it ended"
     one_flow = Injected("spark-driver", 100.0, 104.0, ("east_to_west",))
     assert _await_recovery(one_flow, Source(view), Source(east_only), 1.0).startswith("flowing again ")
-
-
-def test_the_faults_wait_for_their_go_file_and_start_anyway_past_the_timeout(tmp_path):
-    go = tmp_path / "go"
-    assert _wait_for_go(go, timeout=0.2).endswith("the faults start anyway")
-    go.touch()
-    assert _wait_for_go(go, timeout=0.2) == f"{go} there after 0s"
