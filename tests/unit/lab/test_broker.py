@@ -40,6 +40,9 @@ def test_one_broker_keeps_every_replication_factor_at_one():
         "group.initial.rebalance.delay.ms": "0",
         "log.cleaner.backoff.ms": "1000",
         "log.retention.check.interval.ms": "5000",
+        "num.io.threads": "2",
+        "num.network.threads": "2",
+        "metadata.max.idle.interval.ms": "5000",
     }
 
 
