@@ -112,9 +112,8 @@ transaction.state.log.num.partitions=8
 group.initial.rebalance.delay.ms=0
 log.cleaner.backoff.ms=1000
 log.retention.check.interval.ms=5000
-# An idle lab broker's CPU is mostly its threads waking to poll (eight I/O and three network
-# threads by default) and the controller's no-op record every 500 ms; on a small machine a
-# lab's idle brokers sit beside the work: these cut an idle broker's CPU by about a third.
+# An idle broker's CPU is mostly threads waking to poll (8 I/O and 3 network by default) and
+# the controller's no-op record every 500 ms; lab brokers idle beside the work (docs/operations.md).
 num.io.threads=2
 num.network.threads=2
 metadata.max.idle.interval.ms=5000
