@@ -38,6 +38,7 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
     assert not missing, sorted(missing)
     text = "\n".join(lines[:-1])
     assert "Throughput (backlog)" in text and "End-to-end latency" in text and "Whole run, launch to exit" in text
+    assert "What the copy asked of the brokers" in text
     for system in ("ours", "mm2", "rawpipe"):
         for size in (100, 1024):
             k = f"{system}_s{size}_"
@@ -50,6 +51,13 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
             assert figures[k + "run_cpu_us_per_record"] >= 0, system
             # every value is fresh random bytes: the backlog's produce requests cannot be smaller than its values
             assert figures[k + "source_wire_mb"] * 1e6 >= 0.95 * figures[k + "records"] * size, (system, size)
+            # what it asked of the brokers: produce requests (their own metrics), batches in the target's log
+            assert figures[k + "produce_requests_per_s"] > 0 and figures[k + "records_per_produce_request"] > 0
+            assert figures[k + "records_per_batch"] >= 1, (system, size)
+            # only ours copies in transactions: their requests, and a marker per transaction and partition
+            transactional = system == "ours"
+            for m in ("transaction_requests", "control_batches"):
+                assert (figures[k + m] > 0) is transactional, (system, m, figures[k + m])
         assert system == "ours" or figures[f"ratio_ours_{system}_s100_launch_to_exit_seconds"] > 0
         assert (
             figures[f"{system}_latency1000_samples"] > 0

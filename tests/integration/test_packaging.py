@@ -56,6 +56,7 @@ def test_the_wheel_holds_the_library_dags_jobs_suites_examples_and_entry_points(
         "kafka_dr/airflow/templates/status.html",
         "kafka_dr/airflow/plugin.py",
         "kafka_dr/kafka/java/ClientQuotas.java",
+        "kafka_dr/bench/java/BrokerRequests.java",
     } <= names
     info = f"kafka_dr-{_version()}.dist-info"
     entry_points = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()

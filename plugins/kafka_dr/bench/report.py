@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import statistics
 
+from kafka_dr.bench.broker_load import broker_figures, broker_table
+
 #: every system the bench knows, ours first (the ratios are ours / each other one); ours_scraped
 #: (ours with its exporter read and scraped every second) only when asked for
 SYSTEMS = ("ours", "mm2", "mm2t1", "mm2eos", "mm2eosint", "rawpipe", "rawpipe1", "ours_spark", "ours_scraped")
@@ -35,6 +37,12 @@ BACKLOG_METRICS = (
     "copied",
     "complete",
     "peak_rss_mb",
+    # what the copy asked of the brokers (kafka_dr.bench.broker_load)
+    "produce_requests_per_s",
+    "records_per_produce_request",
+    "transaction_requests",
+    "records_per_batch",
+    "control_batches",
 )
 #: ours only: an incremental run that finds nothing new, launch to exit (no Spark starts)
 NOTHING_NEW_METRICS = ("seconds", "cpu_seconds", "stopped_by")
@@ -45,6 +53,9 @@ BACKLOG_RATIOS = (
     "run_cpu_us_per_record",
     "records_per_s",
     "mb_per_s",
+    "produce_requests_per_s",
+    "records_per_produce_request",
+    "records_per_batch",
     "cpu_us_per_record",
     "cpu_us_per_record_median",
     "cpu_broker_us_per_record",
@@ -126,6 +137,7 @@ def backlog_figures(rounds: list[dict]) -> dict:
     if any("synced_mb" in r for r in rounds):
         out["synced_mb"] = sum(r.get("synced_mb") or 0 for r in rounds)
     out.update(whole_run_figures(rounds))
+    out.update(broker_figures(rounds, records, window))
     timed = [r for r in rounds if r.get("cpu_busy_cores") is not None]
     if timed:
         for m in CPU_CORES:
@@ -283,6 +295,7 @@ def table(flat: dict) -> str:
                 f"{_f(flat.get(k + 'complete')):>5}{_f(flat.get(k + 'peak_rss_mb')):>8}  {by_round}"
             )
     lines += _whole_run_table(flat, systems, sizes)
+    lines += broker_table(flat, systems, sizes)
     cpu_rows = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_cpu_busy_cores") is not None]
     if cpu_rows:
         head = (

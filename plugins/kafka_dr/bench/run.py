@@ -47,7 +47,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from kafka_dr.bench import disk, load
+from kafka_dr.bench import broker_load, disk, load
 from kafka_dr.bench.cpu import CpuWindow, idle_cores, run_figures, sample
 from kafka_dr.bench.latency import latency_rounds_phase
 from kafka_dr.bench.mm2 import deviations
@@ -66,7 +66,7 @@ from kafka_dr.bench.report import (
 from kafka_dr.bench.scraped import OursScraped
 from kafka_dr.bench.systems import Ours, OursSpark, RawPipe, RawPipeOneProcess, System
 from kafka_dr.core.config_load import load_config
-from kafka_dr.kafka.clients import client_config
+from kafka_dr.kafka.clients import client_config, cluster_id
 from kafka_dr.kafka.topics import delete_topics, ensure_topic
 
 log = logging.getLogger("kafka_dr.bench")
@@ -184,6 +184,7 @@ def backlog_phase(
     figures (first record on the target to the copy done), and the whole run's (launch to the
     last of its processes gone; the machine's CPU minus its idle baseline over that time)."""
     west = system.target
+    requests_before = broker_load.request_counts(brokers)  # its JVM gone before the idle baseline
     idle = idle_cores()
     before = sample([])
     started, launched = time.monotonic(), time.time()
@@ -211,8 +212,12 @@ def backlog_phase(
         peak = rss.stop()
     after = sample([])
     records = sum(source_ends)
+    copied = _copy_figures(system, topic, partitions, size, records, tl)
+    batches = broker_load.topic_batches(broker_load.log_dirs(brokers), system.target_topic(topic), cluster_id(west))
+    asked = broker_load.figures(requests_before, broker_load.request_counts(brokers), batches, copied["copy_seconds"])
     return {
-        **_copy_figures(system, topic, partitions, size, records, tl),
+        **copied,
+        **asked,
         "startup_seconds": round(tl.first - started, 2),
         "launch_to_done_seconds": round(tl.done - started, 2),
         "launch_to_exit_seconds": round(exited - started, 2),

@@ -49,6 +49,11 @@ def backlog(rps, mbps):
         "copied": 1000,
         "complete": True,
         "peak_rss_mb": 100,
+        "produce_requests_per_s": rps // 10,
+        "records_per_produce_request": 10.0,
+        "transaction_requests": 0,
+        "records_per_batch": 5.0,
+        "control_batches": 0,
     }
 
 
