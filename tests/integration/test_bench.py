@@ -54,6 +54,8 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
             # what it asked of the brokers: produce requests (their own metrics), batches in the target's log
             assert figures[k + "produce_requests_per_s"] > 0 and figures[k + "records_per_produce_request"] > 0
             assert figures[k + "records_per_batch"] >= 1, (system, size)
+            # fresh random values: no compression stores a record in fewer bytes than its value
+            assert figures[k + "log_bytes_per_record"] >= size, (system, size, figures[k + "log_bytes_per_record"])
             # only ours copies in transactions: their requests, and a marker per transaction and partition
             transactional = system == "ours"
             for m in ("transaction_requests", "control_batches"):

@@ -14,7 +14,7 @@ import shutil
 import struct
 import subprocess
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 HELPER = Path(__file__).with_name("java") / "BrokerRequests.java"
@@ -74,14 +74,15 @@ class Batches:
     data_batches: int = 0
     records: int = 0  #: records in data batches (aborted ones included: they stay in the log)
     control_batches: int = 0  #: transaction markers
+    data_bytes: int = 0  #: the data batches' bytes as stored (compressed, headers included)
 
 
 def segment_batches(data: bytes) -> Batches:
     """Count the batches of one segment file's bytes (a batch cut short at the end is left out)."""
-    data_batches = records = control = pos = 0
+    data_batches = records = control = nbytes = pos = 0
     while pos + _HEADER.size <= len(data):
-        fields = _HEADER.unpack_from(data, pos)
-        length, attributes, count = fields[1], fields[5], fields[12]
+        header = _HEADER.unpack_from(data, pos)
+        length, attributes, count = header[1], header[5], header[12]
         if length <= 0 or pos + 12 + length > len(data):
             break
         if attributes & _CONTROL:
@@ -89,8 +90,9 @@ def segment_batches(data: bytes) -> Batches:
         else:
             data_batches += 1
             records += count
+            nbytes += 12 + length
         pos += 12 + length
-    return Batches(data_batches, records, control)
+    return Batches(data_batches, records, control, nbytes)
 
 
 def cluster_of(log_dir: Path) -> str | None:
@@ -114,9 +116,7 @@ def topic_batches(dirs: list[Path], topic: str, cluster_id: str) -> Batches | No
     if not seen:
         return None
     counts = [segment_batches(seg.read_bytes()) for part in seen.values() for seg in sorted(part.glob("*.log"))]
-    return Batches(
-        sum(b.data_batches for b in counts), sum(b.records for b in counts), sum(b.control_batches for b in counts)
-    )
+    return Batches(*(sum(getattr(b, f.name) for b in counts) for f in fields(Batches)))
 
 
 def figures(before: Counter | None, after: Counter | None, batches: Batches | None, copy_seconds: float) -> dict:
@@ -125,6 +125,7 @@ def figures(before: Counter | None, after: Counter | None, batches: Batches | No
     out: dict = dict.fromkeys(
         ("produce_requests", "produce_requests_per_s", "transaction_requests", "log_records", "log_batches"), None
     )
+    out["log_bytes"] = None
     out["control_batches"] = None
     if before is not None and after is not None:
         produce = after["Produce"] - before["Produce"]
@@ -133,6 +134,7 @@ def figures(before: Counter | None, after: Counter | None, batches: Batches | No
         out["transaction_requests"] = sum(after[a] - before[a] for a in TRANSACTION_APIS)
     if batches is not None:
         out["log_records"], out["log_batches"] = batches.records, batches.data_batches
+        out["log_bytes"] = batches.data_bytes
         out["control_batches"] = batches.control_batches
     return out
 
@@ -140,18 +142,21 @@ def figures(before: Counter | None, after: Counter | None, batches: Batches | No
 def broker_figures(rounds: list[dict], records: int, window: float) -> dict:
     """What a system's rounds asked of the brokers, over all of them: produce requests per
     second of copy window and records per produce request, transaction requests and markers
-    summed, records per data batch in the target logs. A figure some round lacks is None."""
+    summed, records per data batch and bytes per record in the target logs. A figure some round
+    lacks is None."""
 
     def total(m: str) -> int | None:
         got = [r.get(m) for r in rounds]
         return None if None in got else sum(got)
 
     produce, batches, in_log = total("produce_requests"), total("log_batches"), total("log_records")
+    stored = total("log_bytes")
     return {
         "produce_requests_per_s": round(produce / window) if produce is not None and window > 0 else None,
         "records_per_produce_request": round(records / produce, 1) if produce else None,
         "transaction_requests": total("transaction_requests"),
         "records_per_batch": round(in_log / batches, 1) if batches else None,
+        "log_bytes_per_record": round(stored / in_log, 1) if stored is not None and in_log else None,
         "control_batches": total("control_batches"),
     }
 
@@ -166,13 +171,13 @@ def broker_table(flat: dict, systems: list[str], sizes: list[int]) -> list[str]:
     if not rows:
         return []
     head = f"{'system':<13}{'size B':>7}{'produce req/s':>15}{'records/req':>13}{'records/batch':>15}"
-    head += f"{'txn requests':>14}{'markers':>10}"
+    head += f"{'log B/rec':>11}{'txn requests':>14}{'markers':>10}"
     lines = [
         "",
-        "What the copy asked of the brokers (produce requests per second of copy window and records per "
-        "produce request, from the brokers' request metrics; records per batch and transaction markers, "
-        "from the target topic's log; txn requests: AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, "
-        "EndTxn)",
+        "What the copy asked of the brokers (from the brokers' request metrics: produce requests per second of "
+        "copy window, records per produce request, txn requests = AddPartitionsToTxn, AddOffsetsToTxn, "
+        "TxnOffsetCommit and EndTxn; from the target topic's log: records per batch, bytes per record as "
+        "stored, transaction markers)",
         head,
         "-" * len(head),
     ]
@@ -181,6 +186,7 @@ def broker_table(flat: dict, systems: list[str], sizes: list[int]) -> list[str]:
         lines.append(
             f"{s:<13}{size:>7}{f(flat.get(k + 'produce_requests_per_s')):>15}"
             f"{f(flat.get(k + 'records_per_produce_request')):>13}{f(flat.get(k + 'records_per_batch')):>15}"
+            f"{f(flat.get(k + 'log_bytes_per_record')):>11}"
             f"{f(flat.get(k + 'transaction_requests')):>14}{f(flat.get(k + 'control_batches')):>10}"
         )
     return lines

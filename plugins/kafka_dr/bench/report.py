@@ -42,6 +42,7 @@ BACKLOG_METRICS = (
     "records_per_produce_request",
     "transaction_requests",
     "records_per_batch",
+    "log_bytes_per_record",
     "control_batches",
 )
 #: ours only: an incremental run that finds nothing new, launch to exit (no Spark starts)
@@ -56,6 +57,7 @@ BACKLOG_RATIOS = (
     "produce_requests_per_s",
     "records_per_produce_request",
     "records_per_batch",
+    "log_bytes_per_record",
     "cpu_us_per_record",
     "cpu_us_per_record_median",
     "cpu_broker_us_per_record",

@@ -24,12 +24,12 @@ def batch(base_offset: int, records: int, control: bool = False, body: int = 40)
 
 def test_a_segment_counts_data_batches_their_records_and_markers_apart():
     seg = batch(0, 100) + batch(100, 50) + batch(150, 1, control=True) + batch(151, 7)
-    assert segment_batches(seg) == Batches(data_batches=3, records=157, control_batches=1)
+    assert segment_batches(seg) == Batches(data_batches=3, records=157, control_batches=1, data_bytes=3 * 101)
 
 
 def test_a_batch_cut_short_at_the_segments_end_is_left_out():
     seg = batch(0, 10) + batch(10, 20)[:-5]
-    assert segment_batches(seg) == Batches(1, 10, 0)
+    assert segment_batches(seg) == Batches(1, 10, 0, 101)
     assert segment_batches(b"") == Batches()
 
 
@@ -45,15 +45,15 @@ def test_a_topics_batches_come_from_one_replica_of_each_partition_of_the_cluster
             (d / "00000000000000000000.log").write_bytes(batch(0, records) + tail)
     (tmp_path / "b1" / "copy.t.other-0").mkdir()  # another topic whose name starts the same
     dirs = [tmp_path / "source", tmp_path / "b1", tmp_path / "b2"]
-    assert topic_batches(dirs, "copy.t", "WEST") == Batches(data_batches=2, records=42, control_batches=2)
-    assert topic_batches(dirs, "copy.t", "EAST") == Batches(data_batches=2, records=42, control_batches=0)
+    assert topic_batches(dirs, "copy.t", "WEST") == Batches(2, 42, control_batches=2, data_bytes=202)
+    assert topic_batches(dirs, "copy.t", "EAST") == Batches(2, 42, control_batches=0, data_bytes=202)
     assert topic_batches(dirs, "absent", "WEST") is None
 
 
 def test_figures_are_the_requests_between_the_reads_and_none_when_unreadable():
     before = Counter({"Produce": 100, "EndTxn": 3, "TxnOffsetCommit": 3, "Fetch": 9})
     after = Counter({"Produce": 300, "EndTxn": 5, "TxnOffsetCommit": 5, "AddPartitionsToTxn": 2, "Fetch": 99})
-    got = figures(before, after, Batches(40, 4000, 16), copy_seconds=2.0)
+    got = figures(before, after, Batches(40, 4000, 16, 600_000), copy_seconds=2.0)
     assert got == {
         "produce_requests": 200,
         "produce_requests_per_s": 100,
@@ -61,6 +61,7 @@ def test_figures_are_the_requests_between_the_reads_and_none_when_unreadable():
         "log_records": 4000,
         "log_batches": 40,
         "control_batches": 16,
+        "log_bytes": 600_000,
     }
     assert set(figures(None, after, None, 2.0).values()) == {None}
 
@@ -73,6 +74,7 @@ def test_rounds_add_up_and_a_round_without_a_figure_voids_it():
             "log_records": 1000,
             "log_batches": 10,
             "control_batches": 8,
+            "log_bytes": 150_000,
         },
         {
             "produce_requests": 300,
@@ -80,6 +82,7 @@ def test_rounds_add_up_and_a_round_without_a_figure_voids_it():
             "log_records": 1000,
             "log_batches": 40,
             "control_batches": 8,
+            "log_bytes": 170_000,
         },
     ]
     assert broker_figures(rounds, records=2000, window=4.0) == {
@@ -87,6 +90,7 @@ def test_rounds_add_up_and_a_round_without_a_figure_voids_it():
         "records_per_produce_request": 5.0,
         "transaction_requests": 10,
         "records_per_batch": 40.0,
+        "log_bytes_per_record": 160.0,
         "control_batches": 16,
     }
     rounds[1]["produce_requests"] = None
@@ -101,15 +105,17 @@ def test_the_table_section_shows_each_systems_requests_and_batches():
         "ours_s100_records_per_produce_request": 80.5,
         "ours_s100_transaction_requests": 40,
         "ours_s100_records_per_batch": 10.1,
+        "ours_s100_log_bytes_per_record": 161.5,
         "ours_s100_control_batches": 160,
         "rawpipe_s100_produce_requests_per_s": None,
         "rawpipe_s100_records_per_produce_request": None,
         "rawpipe_s100_transaction_requests": None,
         "rawpipe_s100_records_per_batch": 500.0,
+        "rawpipe_s100_log_bytes_per_record": 112.0,
         "rawpipe_s100_control_batches": 0,
     }
     lines = broker_table(flat, ["ours", "rawpipe"], [100])
     assert lines[1].startswith("What the copy asked of the brokers")
-    assert lines[-2].split() == ["ours", "100", "1,234", "80.5", "10.1", "40", "160"]
-    assert lines[-1].split() == ["rawpipe", "100", "-", "-", "500.0", "-", "0"]
+    assert lines[-2].split() == ["ours", "100", "1,234", "80.5", "10.1", "161.5", "40", "160"]
+    assert lines[-1].split() == ["rawpipe", "100", "-", "-", "500.0", "112.0", "-", "0"]
     assert broker_table({}, ["ours"], [100]) == []

@@ -53,6 +53,7 @@ def backlog(rps, mbps):
         "records_per_produce_request": 10.0,
         "transaction_requests": 0,
         "records_per_batch": 5.0,
+        "log_bytes_per_record": 150.0,
         "control_batches": 0,
     }
 
