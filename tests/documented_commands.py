@@ -174,6 +174,10 @@ COMMANDS: dict[str, Check] = {
         ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092 --systems ours,ours_spark,rawpipe,rawpipe1"
         " --latency-rates 5000 --latency-seconds 10 --latency-warmup 5 --latency-rounds 1 --warmup-records 200000"
     ): Check(PARSED, covered_by=BENCH),
+    (
+        ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092 --systems ours,rawpipe --latency-rates 5000"
+        " --latency-seconds 5 --latency-warmup 2 --latency-rounds 1 --warmup-records 200000 --no-cold-round"
+    ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench.group_sync --groups 1000 --partitions 8 --records 2000": Check(
         PARSED, covered_by=BENCH
     ),

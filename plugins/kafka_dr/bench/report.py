@@ -40,6 +40,7 @@ BACKLOG_METRICS = (
     # what the copy asked of the brokers (kafka_dr.bench.broker_load)
     "produce_requests_per_s",
     "records_per_produce_request",
+    "records_per_fetch_request",
     "transaction_requests",
     "records_per_batch",
     "log_bytes_per_record",
@@ -56,6 +57,7 @@ BACKLOG_RATIOS = (
     "mb_per_s",
     "produce_requests_per_s",
     "records_per_produce_request",
+    "records_per_fetch_request",
     "records_per_batch",
     "log_bytes_per_record",
     "cpu_us_per_record",
