@@ -120,14 +120,11 @@ def topic_batches(dirs: list[Path], topic: str, cluster_id: str) -> Batches | No
 
 
 def figures(before: Counter | None, after: Counter | None, batches: Batches | None, copy_seconds: float) -> dict:
-    """A copy's figures: produce and transaction requests the brokers served from before its
-    launch to after its exit (per second over its copy window), and its target log's batches."""
-    out: dict = dict.fromkeys(
-        ("produce_requests", "produce_requests_per_s", "fetch_requests", "transaction_requests", "log_records"), None
-    )
-    out["log_batches"] = None
-    out["log_bytes"] = None
-    out["control_batches"] = None
+    """A copy's figures: the produce, consumer fetch and transaction requests the brokers served
+    from before its launch to after its exit (produce also per second of copy window), and its
+    target log's batches."""
+    keys = ("produce_requests", "produce_requests_per_s", "fetch_requests", "transaction_requests")
+    out: dict = dict.fromkeys((*keys, "log_records", "log_batches", "log_bytes", "control_batches"))
     if before is not None and after is not None:
         produce = after["Produce"] - before["Produce"]
         out["produce_requests"] = produce
