@@ -90,8 +90,8 @@ def _until(t: float) -> None:
 def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
     """As an operator starts a game day only on a deployment that is ready for failover:
     ``dr_parity`` passing both ways, with reports recorded that say so. Its scheduled run at
-    unpause comes after the offset sync has run (that one was unpaused with replication); until
-    it passes so, the offset sync is run and then ``dr_parity`` again."""
+    unpause may come before replication flows and the offset sync has run; until it passes so,
+    the offset sync is run and then ``dr_parity`` again."""
     started = time.monotonic()
     deadline = started + timeout
     run_id = _scheduled_run(d, "dr_parity")
@@ -105,7 +105,7 @@ def _wait_ready(d: Deployment, timeout: float = READY_TIMEOUT_S) -> str:
                 # a note, and leaves an older recorded report standing, which the failover reads
                 unready = _unready_direction(d) if run["state"] == "success" else None
                 if run["state"] == "success" and unready is None:
-                    return f"{last} {time.monotonic() - started:.0f}s after the DAGs were unpaused"
+                    return f"{last} {time.monotonic() - started:.0f}s after replication flowed"
                 if unready is not None:
                     last = f"dr_parity success, but the recorded report {unready}"
             synced = d.api.wait_run("dr_offset_sync", d.api.trigger("dr_offset_sync", {}), 300)
@@ -205,11 +205,6 @@ def next_start(scheduled: float, injected: list[faults.Injected], pace: Pace) ->
     return max(scheduled, (last.ended or last.began) + settle)
 
 
-def is_first_up(dag_id: str) -> bool:
-    """The DAGs a deployment brings up first: replication, and the offset sync of its groups."""
-    return dag_id.startswith("dr_replicate_") or dag_id == "dr_offset_sync"
-
-
 def run_gameday(
     folder: Path,
     minutes: float,
@@ -231,16 +226,15 @@ def run_gameday(
         clusters = {app: d.cfg.cluster(app) for app in NAMES.apps}
         for c in clusters.values():
             ensure_topics(c, NAMES)
-        # replication (and the offset sync that follows it) first, as an operator brings a
-        # deployment up; the rest once it flows
-        say(f"airflow: unpaused {', '.join(d.enable_dags(is_first_up))}")
+        # every DAG at once, as an operator enables a deployment: the periodic ones' first runs
+        # overlap replication's start-up instead of following it
+        say(f"airflow: unpaused {', '.join(d.enable_dags())}")
         traffic = Traffic(clusters, NAMES, TrafficSettings(rate=pace.traffic_rate)).start()
         readers = Readers(NAMES).start_apps(clusters)
         sampler = MemorySampler(lambda: memory_roles(d)).start()
         t0 = time.time()
         flowing = _wait_flowing(t0, traffic, readers, FLOWING_TIMEOUT_S)
         say(f"replication flowing both ways {flowing - t0:.0f}s after its DAGs were unpaused")
-        say(f"airflow: unpaused {', '.join(d.enable_dags(lambda dag_id: not is_first_up(dag_id)))}")
         # the faults start once the deployment is ready for failover, as an operator's game day does
         say(f"ready: {_wait_ready(d)}")
         t0 = time.time()
