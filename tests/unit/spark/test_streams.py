@@ -235,7 +235,7 @@ def whole_task(copier, ranges, seconds=0.2):
 def test_a_whole_task_copies_all_its_partitions_in_one_copy_and_rows_chain_per_partition():
     copier = FakeTaskCopier()
     ranges = [("t", 0, 0, "t"), ("t", 1, 0, "t")]
-    first = whole_task(copier, ranges)
+    first = whole_task(copier, ranges, seconds=1.0)  # long enough for a commit on a loaded machine
     time.sleep(0.1)
     second = whole_task(copier, ranges)
     assert copier.copies == 1, "one copy for both partitions, attached to by the second task"
