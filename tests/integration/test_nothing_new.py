@@ -1,5 +1,6 @@
 """An incremental run that finds nothing new decides so with plain Kafka clients and ends
-before any JVM starts; one with a small backlog copies it in its driver, without Spark; one
+before any JVM starts; one with a small backlog copies it in its driver, without Spark (and with a forked second
+process where it has two shares); one
 told to copy every backlog with Spark (``--driver-copy-max-records 0``) needs Java.
 
 The proof that no JVM starts is from outside: those runs are given an environment in which
@@ -75,10 +76,13 @@ def test_nothing_new_and_a_small_backlog_start_no_jvm_and_a_run_told_to_use_spar
     again = _summary(_replicate(config, java=False))
     assert (again["stopped_by"], again["records_written"], again["batches"]) == ("nothing new", 0, 0), again
 
-    later = produce_varied(east, topic_name, "later", 1, partitions=1)
+    later = produce_varied(east, topic_name, "later", 6, partitions=2)
     refused = _replicate(config, False, "--driver-copy-max-records", "0")  # Spark must start, and cannot
     assert refused.returncode != 0, refused.stdout
-    copied = _summary(_replicate(config, java=False))  # a small backlog: copied in the driver, no JVM
-    assert (copied["stopped_by"], copied["written_by_topic"]) == ("completed", {topic_name: 1}), copied
+    # a small backlog: copied in the driver, no JVM; its two partitions' shares in two processes
+    run = _replicate(config, False, "--verbose")
+    copied = _summary(run)
+    assert (copied["stopped_by"], copied["written_by_topic"]) == ("completed", {topic_name: 6}), copied
+    assert "copied in the driver, no Spark, with a second process (pid " in run.stdout + run.stderr
     check_replica("west", read_topic(west, topic_name), sent + later)
     assert _summary(_replicate(config, java=False))["stopped_by"] == "nothing new"

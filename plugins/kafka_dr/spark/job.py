@@ -142,10 +142,35 @@ def spark_session(cfg, app_name: str, master: str | None = None, extra: dict[str
 def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     """Run the flow ``opts`` names (module docstring) and return what it did; raises when it
     stops on a failure."""
+    run = load_flow(opts)  # checked before Spark starts
+    helper = _fork_copy_helper(run, spark)  # before any Kafka client exists (copy_helper)
+    try:
+        return _run_flow(run, opts, spark, helper)
+    finally:
+        if helper is not None:
+            helper.close()
+
+
+def _fork_copy_helper(run: FlowRun, spark):
+    """A second copy process for a backlog the driver may copy itself, where a core is spare."""
+    from kafka_dr.spark.copy_helper import CopyHelper
+    from kafka_dr.spark.range_job import copy_shares
+
+    may_copy_here = spark is None and run.mode is FlowMode.INCREMENTAL and run.opts.driver_copy_max_records != 0
+    if not may_copy_here or (os.cpu_count() or 1) < 2:
+        return None
+    # imported once, for both processes (pyspark's share: about 0.3 s, paid by a run with
+    # nothing new too; the copy needs them in both)
+    import kafka_dr.kafka.copier  # noqa: F401
+    import kafka_dr.spark.source  # noqa: F401
+
+    return CopyHelper.fork(copy_shares)
+
+
+def _run_flow(run: FlowRun, opts: JobOptions, spark, helper) -> JobSummary:
     from kafka_dr.spark.source import ReplicationSource
     from kafka_dr.spark.warmup import start_workers
 
-    run = load_flow(opts)  # checked before Spark starts
     in_driver = False
     if run.mode is FlowMode.INCREMENTAL:
         left = backlog_now(run)
@@ -156,7 +181,14 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
         # a session handed in is the caller's choice: Spark it is
         in_driver = spark is None and left is not None and left.offsets <= limit
         if in_driver:
-            log.info("flow %s: %d offset(s) to copy: copied in the driver, no Spark", run.flow.name, left.offsets)
+            log.info(
+                "flow %s: %d offset(s) to copy: copied in the driver, no Spark%s",
+                run.flow.name,
+                left.offsets,
+                f", with a second process (pid {helper.pid})" if helper else "",
+            )
+    if helper is not None and not in_driver:
+        helper.close()  # Spark copies it, or nothing does
     if spark is None and not in_driver:
         spark = spark_session(
             run.cfg, f"kafka-dr-{run.flow.name}", opts.master, driver_java_options(opts.master, run.cfg.spark.conf)
@@ -185,7 +217,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
                 sink.summary,
                 stop,
                 deadline,
-                lambda: _attempt(spark, run, sink, stop, deadline),
+                lambda: _attempt(spark, run, sink, stop, deadline, helper if in_driver else None),
                 lambda: failed_over(run),
                 lambda: spark is None or jvm_answers(spark),
                 lambda: sink.progressed_at,
@@ -346,9 +378,12 @@ def _raise_unless_restartable(run: FlowRun, restarts: int, reason: str, stop: St
         raise RuntimeError(f"flow {run.flow.name}: giving up after {restarts} failed run(s); last error: {why}")
 
 
-def _attempt(spark, run: FlowRun, sink: MetricsSink, stop: Stop, deadline: float | None) -> BaseException | None:
+def _attempt(
+    spark, run: FlowRun, sink: MetricsSink, stop: Stop, deadline: float | None, helper=None
+) -> BaseException | None:
     """Run one query to its end: None when it ended well (done, or stopped as asked), else why
-    it failed. Its checkpoint is a folder thrown away after it: progress lives in Kafka."""
+    it failed. Its checkpoint is a folder thrown away after it: progress lives in Kafka. A copy
+    in the driver shares its ranges with ``helper`` (:mod:`kafka_dr.spark.copy_helper`)."""
     checkpoint = tempfile.mkdtemp(prefix=f"kafka-dr-{run.flow.name}-")
     stop.marker = os.path.join(checkpoint, "stop")  # streaming tasks watch it (local executors see it)
     try:
@@ -356,7 +391,7 @@ def _attempt(spark, run: FlowRun, sink: MetricsSink, stop: Stop, deadline: float
             from kafka_dr.spark.range_job import run_ranges
 
             log.info("flow %s: incremental run started (%s -> %s)", run.flow.name, run.flow.source, run.flow.target)
-            run_ranges(spark, _source_options(spark, run, stop.marker), sink, stop, deadline)
+            run_ranges(spark, _source_options(spark, run, stop.marker, helper), sink, stop, deadline, helper)
             return None
         query = _start_query(spark, run, sink, checkpoint, stop.marker)
         log.info(
@@ -384,7 +419,7 @@ def _start_query(spark, run: FlowRun, sink: MetricsSink, checkpoint: str, marker
     return writer.trigger(processingTime=f"{run.opts.trigger_seconds} seconds").start()
 
 
-def _source_options(spark, run: FlowRun, marker: str) -> dict[str, str]:
+def _source_options(spark, run: FlowRun, marker: str, helper=None) -> dict[str, str]:
     """The replication source's options (:mod:`kafka_dr.spark.source`) for this run."""
     o = run.opts
     return {
@@ -400,10 +435,9 @@ def _source_options(spark, run: FlowRun, marker: str) -> dict[str, str]:
         "stop_marker": marker,
         "transactions": "task" if o.task_transactions else "partition",
         # fixed ranges: one task per core Spark has (spark.default.parallelism), not per partition;
-        # copied in the driver: one share, its ranges one after another (a thread per share
-        # measured no faster, the loops sharing one interpreter; a process per share no faster
-        # and dearer, the brokers taking the other core: docs/benchmarks.md)
-        "range_tasks": str(spark.sparkContext.defaultParallelism if spark is not None else 1),
+        # copied in the driver: a share for it and one for its forked helper, if it has one (a
+        # thread per share measured no faster, the loops sharing one interpreter: docs/benchmarks.md)
+        "range_tasks": str(spark.sparkContext.defaultParallelism if spark is not None else 2 if helper else 1),
     }
 
 

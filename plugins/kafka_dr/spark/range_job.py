@@ -25,9 +25,10 @@ from collections.abc import Iterator
 STOP_GRACE_SECONDS = 60.0
 
 
-def run_ranges(spark, options: dict, sink, stop, deadline: float | None) -> None:
+def run_ranges(spark, options: dict, sink, stop, deadline: float | None, helper=None) -> None:
     """Plan the flow's ranges from its committed progress to the source's end offsets now,
-    copy them in one Spark job (``spark`` None: here, one share after another), and hand the
+    copy them in one Spark job (``spark`` None: here, the first share in this process and the
+    others in ``helper``, a :class:`~kafka_dr.spark.copy_helper.CopyHelper`), and hand the
     metrics rows to ``sink`` as batch 0. Nothing to copy: no job and no batch. Raises what the
     planning or the job raised, unless a stop was asked for (``stop``; ``deadline``,
     monotonic, asks for one). A copy in this process is not cancelled by a stop: it is a small
@@ -43,7 +44,7 @@ def run_ranges(spark, options: dict, sink, stop, deadline: float | None) -> None
     if not shares:
         rows = []
     elif spark is None:  # a small backlog: copied here, as tasks would (kafka_dr.spark.job)
-        rows = list(copy_shares(options, iter(shares)))
+        rows = copy_here(options, shares, helper)
     else:
         rows = _copy(spark, options, shares, stop, deadline)
     sink.record([dict(zip(FIELDS, r, strict=True)) for r in rows], 0)
@@ -63,6 +64,25 @@ def copy_shares(options: dict, shares: Iterator) -> Iterator[tuple]:
     reader = ReplicationStreamReader(options)
     for share in shares:
         yield from reader.rows(share)
+
+
+def copy_here(options: dict, shares: list, helper) -> list[tuple]:
+    """Copy the first share in this process and the rest in ``helper`` at the same time. When
+    this one's copy fails, the helper's is still waited for: the next attempt plans from the
+    progress both committed, never beside a copy still running. A helper that has ended
+    without its rows fails this attempt; the next one copies every share here."""
+    if helper is None or not helper.usable or len(shares) < 2:
+        return list(copy_shares(options, iter(shares)))
+    helper.start(options, shares[1:])
+    try:
+        own = list(copy_shares(options, iter(shares[:1])))
+    except BaseException:
+        try:
+            helper.rows()
+        except Exception:  # noqa: BLE001, S110 - this process's failure is the one raised
+            pass
+        raise
+    return own + helper.rows()
 
 
 def _copy(spark, options: dict, shares: list, stop, deadline: float | None) -> list[tuple]:
