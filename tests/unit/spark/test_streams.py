@@ -70,8 +70,8 @@ def task(copier, seconds=0.2, marker=None):
 def test_copy_goes_on_between_tasks_and_rows_chain_without_gaps_or_overlaps(monkeypatch):
     monkeypatch.setattr(streams, "LAG_EVERY_SECONDS", 0.0)
     copier = FakeCopier()
-    first = task(copier)[0]
-    time.sleep(0.2)  # Spark's pause between two tasks: the copy must not stop
+    first = task(copier, seconds=1.0)[0]  # long enough for commits on a loaded machine
+    time.sleep(0.5)  # Spark's pause between two tasks: the copy must not stop
     between = copier.position
     second = task(copier)[0]
     assert copier.copies == 1, "the second task attached to the running copy"
