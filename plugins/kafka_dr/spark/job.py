@@ -95,6 +95,12 @@ class FlowRun:
     max_duration: float | None  #: seconds; None: no limit
 
     @property
+    def driver_copy_max_records(self) -> int:
+        """The largest backlog copied without Spark: the job's option, else the config's."""
+        limit = self.opts.driver_copy_max_records
+        return self.cfg.spark.driver_copy_max_records if limit is None else limit
+
+    @property
     def streaming(self) -> bool:
         """Continuous micro-batches of streaming tasks (else fixed offset ranges)."""
         return self.mode is FlowMode.CONTINUOUS and self.opts.task_seconds > 0 and self.opts.max_records_per_batch <= 0
@@ -145,7 +151,7 @@ def run_flow(opts: JobOptions, spark=None) -> JobSummary:
     run = load_flow(opts)  # checked before Spark starts
     helper = _fork_copy_helper(run, spark)  # before any Kafka client exists (copy_helper)
     try:
-        return _run_flow(run, opts, spark, helper)
+        return _run_flow(run, spark, helper)
     finally:
         if helper is not None:
             helper.close()
@@ -156,7 +162,7 @@ def _fork_copy_helper(run: FlowRun, spark):
     from kafka_dr.spark.copy_helper import CopyHelper
     from kafka_dr.spark.range_job import copy_shares
 
-    may_copy_here = spark is None and run.mode is FlowMode.INCREMENTAL and run.opts.driver_copy_max_records != 0
+    may_copy_here = spark is None and run.mode is FlowMode.INCREMENTAL and run.driver_copy_max_records > 0
     if not may_copy_here or (os.cpu_count() or 1) < 2:
         return None
     # imported once, for both processes (pyspark's share: about 0.3 s, paid by a run with
@@ -167,19 +173,18 @@ def _fork_copy_helper(run: FlowRun, spark):
     return CopyHelper.fork(copy_shares)
 
 
-def _run_flow(run: FlowRun, opts: JobOptions, spark, helper) -> JobSummary:
+def _run_flow(run: FlowRun, spark, helper) -> JobSummary:
     from kafka_dr.spark.source import ReplicationSource
     from kafka_dr.spark.warmup import start_workers
 
+    opts = run.opts
     in_driver = False
     if run.mode is FlowMode.INCREMENTAL:
         left = backlog_now(run)
         if left is not None and left.offsets == 0:
             return nothing_new(run, left.partitions)
-        limit = opts.driver_copy_max_records
-        limit = run.cfg.spark.driver_copy_max_records if limit is None else limit
         # a session handed in is the caller's choice: Spark it is
-        in_driver = spark is None and left is not None and left.offsets <= limit
+        in_driver = spark is None and left is not None and left.offsets <= run.driver_copy_max_records
         if in_driver:
             log.info(
                 "flow %s: %d offset(s) to copy: copied in the driver, no Spark%s",
