@@ -93,7 +93,7 @@ def test_an_email_alert_goes_through_starttls_and_auth_and_never_logs_the_passwo
         done = _send_over_starttls(smtp, tls_material / "ca.pem", wrong)
         assert done.returncode == 0, done.stderr
         assert smtp.logins[-1] == ("kafka-dr", False) and len(smtp.messages) == 1
-        assert f"e-mail via localhost:{smtp.port} failed" in done.stderr
+        assert f"e-mail via localhost:{smtp.port} failed: (535" in done.stderr
         assert wrong not in done.stdout + done.stderr
     finally:
         smtp.close()

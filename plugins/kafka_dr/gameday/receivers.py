@@ -108,4 +108,4 @@ class _Authenticator:
         user, password = auth_data.login.decode(), auth_data.password.decode()
         ok = user in self.users and hmac.compare_digest(self.users[user], password)
         self.logins.append((user, ok))
-        return AuthResult(success=ok)
+        return AuthResult(success=ok, handled=False)  # not handled: aiosmtpd answers a refusal with 535
