@@ -1,6 +1,6 @@
 """An incremental run that finds nothing new decides so with plain Kafka clients and ends
 before any JVM starts; one with a small backlog copies it in its driver, without Spark (and with a forked second
-process where it has two shares); one
+process where it has two shares, none where the config keeps the copy in the driver alone); one
 told to copy every backlog with Spark (``--driver-copy-max-records 0``) needs Java.
 
 The proof that no JVM starts is from outside: those runs are given an environment in which
@@ -86,3 +86,15 @@ def test_nothing_new_and_a_small_backlog_start_no_jvm_and_a_run_told_to_use_spar
     assert "copied in the driver, no Spark, with a second process (pid " in run.stdout + run.stderr
     check_replica("west", read_topic(west, topic_name), sent + later)
     assert _summary(_replicate(config, java=False))["stopped_by"] == "nothing new"
+
+    # the driver alone where the config says so (a host short of memory): no second process
+    doc = yaml.safe_load(config.read_text())
+    doc.setdefault("spark", {})["driver_copy_processes"] = 1
+    alone = config.with_name("alone.yaml")
+    alone.write_text(yaml.safe_dump(doc, sort_keys=False))
+    last = produce_varied(east, topic_name, "last", 6, partitions=2)
+    run = _replicate(alone, False, "--verbose")
+    assert (_summary(run)["stopped_by"], _summary(run)["written_by_topic"]) == ("completed", {topic_name: 6})
+    assert "copied in the driver, no Spark" in run.stderr + run.stdout
+    assert "second process" not in run.stderr + run.stdout
+    check_replica("west", read_topic(west, topic_name), sent + later + last)

@@ -211,6 +211,9 @@ class SparkConfig:
     executor_python: str | None = None
     #: incremental runs: a backlog of at most this many offsets is copied without Spark (0: never)
     driver_copy_max_records: int = DRIVER_COPY_MAX_RECORDS
+    #: processes copying such a backlog: 2 (the driver and a helper it forks, on a host with
+    #: more than one core) or 1 (the driver alone: a third less peak memory, docs/benchmarks.md)
+    driver_copy_processes: int = 2
 
 
 @dataclass(frozen=True)

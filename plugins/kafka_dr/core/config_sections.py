@@ -358,7 +358,10 @@ def parse_alerts(ctx: ParseContext, raw: Any) -> Alerts:
 
 def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
     s = ctx.mapping(
-        raw, "spark", {"master", "connection", "conf", "executor_env", "executor_python", "driver_copy_max_records"}
+        raw,
+        "spark",
+        {"master", "connection", "conf", "executor_env", "executor_python", "driver_copy_max_records"}
+        | {"driver_copy_processes"},
     )
     conf = ctx.mapping(
         s.get("conf"), "spark.conf", set(s.get("conf") or {}) if isinstance(s.get("conf"), dict) else set()
@@ -370,6 +373,7 @@ def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
         executor_env=ctx.typed(s.get("executor_env"), "spark.executor_env", str) or None,
         executor_python=ctx.typed(s.get("executor_python"), "spark.executor_python", str) or None,
         driver_copy_max_records=_driver_copy_max(ctx, s.get("driver_copy_max_records")),
+        driver_copy_processes=_driver_copy_processes(ctx, s.get("driver_copy_processes")),
     )
 
 
@@ -378,6 +382,14 @@ def _driver_copy_max(ctx: ParseContext, raw: Any) -> int:
     if value < 0:
         ctx.err("spark.driver_copy_max_records", f"{value} is negative", "0 copies every backlog with Spark")
         return DRIVER_COPY_MAX_RECORDS
+    return value
+
+
+def _driver_copy_processes(ctx: ParseContext, raw: Any) -> int:
+    value = ctx.typed(raw, "spark.driver_copy_processes", int, 2, "1 or 2")
+    if value not in (1, 2):
+        ctx.err("spark.driver_copy_processes", f"{value} is not 1 or 2", "1: the driver alone; 2: with a helper")
+        return 2
     return value
 
 

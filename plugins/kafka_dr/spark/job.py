@@ -163,7 +163,7 @@ def _fork_copy_helper(run: FlowRun, spark):
     from kafka_dr.spark.range_job import copy_shares
 
     may_copy_here = spark is None and run.mode is FlowMode.INCREMENTAL and run.driver_copy_max_records > 0
-    if not may_copy_here or (os.cpu_count() or 1) < 2:
+    if not may_copy_here or run.cfg.spark.driver_copy_processes < 2 or (os.cpu_count() or 1) < 2:
         return None
     # imported once, for both processes (pyspark's share: about 0.3 s, paid by a run with
     # nothing new too; the copy needs them in both)

@@ -876,3 +876,20 @@ def test_acl_sync_settings():
         ("acl_sync.principals.a.north", "unknown key"),
         ("acl_sync.principals.c.west", "User:w on west is already named 'b'"),
     ]
+
+
+def test_the_driver_copy_settings_default_and_take_only_their_values():
+    cfg = parse_config(base())
+    assert (cfg.spark.driver_copy_max_records, cfg.spark.driver_copy_processes) == (2_000_000, 2)
+    alone = parse_config(
+        with_(base(), lambda d: d.setdefault("spark", {}).update(driver_copy_processes=1, driver_copy_max_records=0))
+    )
+    assert (alone.spark.driver_copy_max_records, alone.spark.driver_copy_processes) == (0, 1)
+    bad = with_(base(), lambda d: d.setdefault("spark", {}).update(driver_copy_processes=3, driver_copy_max_records=-1))
+    assert [(p.path, p.message) for p in problems(bad)] == [
+        ("spark.driver_copy_max_records", "-1 is negative"),
+        ("spark.driver_copy_processes", "3 is not 1 or 2"),
+    ]
+    for wrong in ("two", True):
+        (p,) = problems(with_(base(), lambda d, w=wrong: d.setdefault("spark", {}).update(driver_copy_processes=w)))
+        assert p.path == "spark.driver_copy_processes" and p.message.startswith("expected 1 or 2, got"), p
