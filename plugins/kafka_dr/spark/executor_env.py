@@ -118,7 +118,9 @@ def pack(out: Path) -> Packed:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
-    with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
+    # level 1: a third of level 6's CPU for 13% more bytes (68 against 60 MB with pyarrow), which
+    # executors fetch once per application
+    with tarfile.open(partial, "w:gz", compresslevel=1) as tar:
         for name, path in sorted(entries.items()):
             info = tar.gettarinfo(str(path), arcname=name)
             info.uid = info.gid = 0
