@@ -156,23 +156,29 @@ def pytest_runtest_protocol(item, nextitem):
             yield
 
 
-#: The suite's longest files, longest first (docs/testing.md has their times). ``make test`` hands
-#: whole files to its workers in collection order, so these go first and the short ones fill in
-#: behind them: the workers end close together.
+#: The suite's longest files (docs/testing.md has their times). ``make test`` hands whole files
+#: to its workers in collection order, so these go first and the short ones fill in behind them:
+#: the workers end close together. Files that mostly wait (the benchmarks' fixed-rate and idle
+#: phases, a job backing off) come early, while the machine is busy with the others, so that
+#: the last minutes are not waits with both cores idle.
 LONGEST_FIRST = (
     "tests/e2e/test_gameday.py",
     "tests/integration/test_documented_commands.py",
     "tests/integration/test_faults.py",
+    "tests/integration/test_bench.py",
     "tests/e2e/test_installed_deployment.py",
     "tests/e2e/test_failback_drill.py",
+    "tests/integration/test_bad_input.py",
     "tests/integration/test_crash_recovery.py",
     "tests/integration/test_data_quality.py",
     "tests/e2e/test_operator_ui.py",
-    "tests/integration/test_bench.py",
+    "tests/integration/test_packaging.py",
     "tests/integration/test_secure_lab.py",
     "tests/integration/test_access_sync_secure_lab.py",
     "tests/integration/test_prometheus_alerts.py",
     "tests/integration/test_failover.py",
+    "tests/integration/test_upgrade.py",
+    "tests/integration/test_executor_env.py",
     "tests/integration/test_replication.py",
     "tests/integration/test_spark_cluster.py",
 )
