@@ -16,9 +16,11 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from conftest import TEST_SPARK_PORT, TEST_SPARK_WEBUI_PORT
+from kafka_checks import read_topic
 from kafka_dr.bench.disk import DROP_CACHES
 from kafka_dr.bench.report import expected_keys
 from kafka_dr.kafka.clients import client_config
+from kafka_dr.kafka.topics import delete_topics
 from kafka_dr.lab.spark_cluster import SparkCluster
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
@@ -217,7 +219,9 @@ def test_ours_beside_itself_on_spark_and_with_its_exporter_scraped_each_copying_
 def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(lab, lab_config):
     """``--systems mm2eos`` (left out of ``--quick`` by default): MirrorMaker 2 runs with its
     exactly-once source support, the backlog's completion is read from its committed source
-    offsets, and a ``read_committed`` count finds every record exactly once."""
+    offsets, and a ``read_committed`` count finds every record exactly once; with
+    ``--warm-backlog`` it copies a backlog produced while it already runs too, and this test
+    reads both ends of that copy itself."""
     proc = subprocess.run(
         [
             sys.executable,
@@ -245,6 +249,8 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
             "--backlog-rounds",
             "1",
             "--no-cold-round",
+            "--warm-backlog",
+            "--keep-topics",
         ],  # one MirrorMaker start per phase is enough here
         capture_output=True,
         text=True,
@@ -256,8 +262,22 @@ def test_mirrormaker_with_exactly_once_copies_every_record_once_in_transactions(
     assert figures["mm2eos_guarantee"].startswith("exactly-once")
     assert figures["mm2eos_s100_copied"] == 3000 and figures["mm2eos_s100_complete"] is True
     assert figures["mm2eos_latency1000_samples"] > 0
+    # already running when its backlog arrived: every record on the target once, read here
+    assert figures["warm_backlog"] is True and figures["mm2eos_warm100_complete"] is True
+    assert figures["mm2eos_warm100_records_per_s"] > 0 and figures["mm2eos_warm100_cpu_own_us_per_record"] > 0
+    assert "Warm backlog (the system already running" in proc.stdout
+    east, west = lab_config.cluster("east"), lab_config.cluster("west")
+    source = f"{figures['run']}.warm100.mm2eos"
+    try:
+        sent = [r.value for r in read_topic(east, source) if r.key != b"ping"]
+        copied = [r.value for r in read_topic(west, f"east.eos.{source}") if r.key != b"ping"]
+    finally:
+        for cluster in (east, west):
+            admin = AdminClient(client_config(cluster))
+            delete_topics(admin, [t for t in admin.list_topics(timeout=30).topics if figures["run"] in t])
+    assert len(sent) == 3000 and sorted(copied) == sorted(sent)
     logs = list((lab.root / "bench" / figures["run"] / "mm2eos").glob("*/mm2.log"))
-    assert len(logs) == 2, logs  # the backlog's run and the latency run
+    assert len(logs) == 3, logs  # the backlog's run, the warm backlog's and the latency run
     for log in logs:
         text = log.read_text(errors="replace")
         assert (

@@ -19,6 +19,7 @@ import json
 import statistics
 
 from kafka_dr.bench.broker_load import broker_figures, broker_table
+from kafka_dr.bench.warm_report import WARM_METRICS, WARM_RATIOS, warm_phase_name, warm_table
 
 #: every system the bench knows, ours first (the ratios are ours / each other one); ours_scraped
 #: (ours with its exporter read and scraped every second) only when asked for
@@ -207,7 +208,8 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
                 continue
             ours, theirs = results["ours"][phase], results[other][phase]
             latency = phase.startswith("latency")
-            for m in LATENCY_RATIOS if latency else BACKLOG_RATIOS:
+            kinds = LATENCY_RATIOS if latency else WARM_RATIOS if phase.startswith("warm") else BACKLOG_RATIOS
+            for m in kinds:
                 out[f"ratio_ours_{other}_{phase}_{m}"] = ratio(ours.get(m), theirs.get(m))
             if latency:
                 pairs = zip(ours.get("p99_ms_by_round") or [], theirs.get("p99_ms_by_round") or [])
@@ -215,10 +217,10 @@ def flatten(params: dict, guarantees: dict[str, str], results: dict[str, dict[st
     return out
 
 
-def expected_keys(systems, sizes, rates, latency_systems=None, cold_round=False) -> set[str]:
+def expected_keys(systems, sizes, rates, latency_systems=None, cold_round=False, warm=False) -> set[str]:
     """Every key the JSON line must carry for these systems, sizes and latency rates
-    (``latency_systems``: those measured at steady load, default all; ``cold_round``: with
-    each size's cold-cache phase)."""
+    (``latency_systems``: those measured at steady load, default all, and with ``warm`` the
+    warm backlogs' systems too; ``cold_round``: with each size's cold-cache phase)."""
     phases = [p for s in sizes for p in ((f"s{s}", f"s{s}cold") if cold_round else (f"s{s}",))]
     lat_phases = [latency_phase_name(r) for r in rates]
     lat_systems = systems if latency_systems is None else latency_systems
@@ -233,6 +235,7 @@ def expected_keys(systems, sizes, rates, latency_systems=None, cold_round=False)
         "latency_rounds",
         "backlog_rounds",
         "cold_round",
+        "warm_backlog",
         "brokers_per_cluster",
         "mm2_deviations",
     }
@@ -243,6 +246,13 @@ def expected_keys(systems, sizes, rates, latency_systems=None, cold_round=False)
         keys |= {f"ours_nothing_new_{m}" for m in NOTHING_NEW_METRICS}
     for sy in lat_systems:
         keys |= {f"{sy}_{ph}_{m}" for ph in lat_phases for m in LATENCY_METRICS}
+    warm_phases = [warm_phase_name(s) for s in sizes] if warm else []
+    for sy in lat_systems:
+        keys |= {f"{sy}_{ph}_{m}" for ph in warm_phases for m in WARM_METRICS}
+    if "ours" in lat_systems:
+        keys |= {
+            f"ratio_ours_{o}_{ph}_{m}" for o in lat_systems if o != "ours" for ph in warm_phases for m in WARM_RATIOS
+        }
     for other in [s for s in systems if s != "ours"] if "ours" in systems else []:
         keys |= {f"ratio_ours_{other}_{ph}_{m}" for ph in phases for m in BACKLOG_RATIOS}
         if "ours" in lat_systems and other in lat_systems:
@@ -322,6 +332,7 @@ def table(flat: dict) -> str:
                 f"{_f(flat.get(k + 'us_per_record'), 1):>11}{_f(flat.get(k + 'broker_us_per_record'), 1):>16}"
                 f"  {' / '.join(_f(v, 1) for v in flat.get(k + 'us_per_record_by_round') or [])}".rstrip()
             )
+    lines += warm_table(flat, systems, sizes, _f)
     steps = [(size, s) for size in sizes for s in systems if flat.get(f"{s}_s{size}_startup_timeline")]
     if steps:
         lines += ["", "Start-up (seconds from the launch to each step, mean over the rounds)"]

@@ -65,6 +65,8 @@ from kafka_dr.bench.report import (
 )
 from kafka_dr.bench.scraped import OursScraped
 from kafka_dr.bench.systems import Ours, OursSpark, RawPipe, RawPipeOneProcess, System
+from kafka_dr.bench.warm import warm_phase
+from kafka_dr.bench.warm_report import warm_phase_name
 from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka.clients import client_config, cluster_id
 from kafka_dr.kafka.topics import delete_topics, ensure_topic
@@ -261,9 +263,12 @@ def run_bench(
     backlog_rounds: int = 1,
     brokers: tuple[int, ...] = (),
     cold_round: bool = False,
+    warm_backlog: bool = False,
 ) -> dict:
     """Run the whole scenario; returns the flat figures (see :mod:`kafka_dr.bench.report`).
-    ``brokers``: the lab brokers' pids, whose CPU each backlog's window counts apart."""
+    ``brokers``: the lab brokers' pids, whose CPU each backlog's window counts apart;
+    ``warm_backlog``: each size's backlog also copied by the systems already running
+    (:mod:`kafka_dr.bench.warm`)."""
     cfg = load_config(config_path)
     run = f"bench.{uuid.uuid4().hex[:6]}"
     with _topics_deleted_after(cfg, run, keep_topics, say):
@@ -282,6 +287,7 @@ def run_bench(
             "latency_rounds": latency_rounds,
             "backlog_rounds": backlog_rounds,
             "cold_round": cold_round,
+            "warm_backlog": warm_backlog,
             "brokers_per_cluster": len(e_admin.list_topics(timeout=10).brokers),
             "mm2_deviations": {s.name: deviations(s.settings) for s in sys_objs if isinstance(s, Mm2)},
         }
@@ -305,6 +311,13 @@ def run_bench(
                 keep_topics,
             ).items():
                 results[s].update(phases)
+            if warm_backlog:
+                running = [s for s in sys_objs if s.name not in NO_LATENCY]
+                drop = lambda t: drop_topics((east, cfg.cluster("west")), t, say)  # noqa: E731
+                for s, figures in warm_phase(
+                    running, f"{run}.warm{size}", size, records, partitions, timeout, say, brokers, drop
+                ).items():
+                    results[s][warm_phase_name(size)] = figures
         _nothing_new_phase(sys_objs, results, e_admin, f"{run}.nothing-new", partitions, timeout, say)
         for s, phases in latency_rounds_phase(
             [s for s in sys_objs if s.name not in NO_LATENCY],

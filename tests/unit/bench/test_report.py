@@ -16,6 +16,7 @@ from kafka_dr.bench.report import (
     round_schedule,
     table,
 )
+from kafka_dr.bench.warm_report import per_record
 
 PARAMS = {
     "run": "bench.x",
@@ -28,6 +29,7 @@ PARAMS = {
     "latency_rounds": 2,
     "backlog_rounds": 1,
     "cold_round": False,
+    "warm_backlog": False,
     "brokers_per_cluster": 3,
     "mm2_deviations": {"mm2": {"tasks.max": "1 -> 2"}},
 }
@@ -353,3 +355,48 @@ def test_mirrormakers_exactly_once_ships_a_transaction_per_poll_and_the_interval
     assert shipped.settings.tasks == (os.cpu_count() or 1) and Mm2OneTask(cfg, tmp_path).settings.tasks == 1
     names = {s.target_topic("t") for s in (shipped, interval, Mm2OneTask(cfg, tmp_path))}
     assert names == {"east.eos.t", "east.eosi.t", "east.t1.t"}  # each writes topics of its own
+
+
+def warm(rps, own_cores, broker_cores):
+    return {
+        "records_per_s": rps,
+        "copy_seconds": 2.0,
+        "produce_records_per_s": 5000,
+        "records": 1000,
+        "copied": 1000,
+        "complete": True,
+        "peak_rss_mb": 70,
+        "cpu_own_cores": own_cores,
+        "cpu_broker_cores": broker_cores,
+        **per_record({"cpu_own_cores": own_cores, "cpu_broker_cores": broker_cores}, 2.0, 1000),
+    }
+
+
+def test_warm_backlogs_have_their_figures_ratios_and_table_rows():
+    results = {
+        "ours": {
+            "s100": backlog(800, 0.08),
+            "warm100": warm(500, 0.5, 0.25),
+            "nothing_new": {"seconds": 1.2, "cpu_seconds": 0.9, "stopped_by": "nothing new"},
+        },
+        "mm2": {"s100": backlog(1000, 0.1), "warm100": warm(1000, 1.0, 0.5)},
+        "rawpipe1": {"s100": backlog(1000, 0.1)},  # runs no continuous copy: not warm
+    }
+    flat = flatten({**PARAMS, "warm_backlog": True, "latency_rates": []}, GUARANTEES, results)
+    keys = expected_keys(["ours", "mm2", "rawpipe1"], [100], [], latency_systems=["ours", "mm2"], warm=True)
+    assert keys <= set(flat), keys - set(flat)
+    # 0.5 cores over 2 s for 1,000 records: 1,000 us each
+    assert (
+        flat["ours_warm100_cpu_own_us_per_record"] == 1000.0 and flat["mm2_warm100_cpu_broker_us_per_record"] == 1000.0
+    )
+    assert flat["ratio_ours_mm2_warm100_records_per_s"] == 0.5
+    assert flat["ratio_ours_mm2_warm100_cpu_own_us_per_record"] == 0.5
+    assert not [k for k in flat if k.startswith("rawpipe1_warm")]
+    text = table(flat)
+    assert "Warm backlog (the system already running" in text
+    rows = [line for line in text.splitlines() if line.startswith(("ours ", "mm2 ")) and " 1,000 " in line]
+    assert any(line.split()[:3] == ["mm2", "100", "1,000"] for line in rows), text
+    assert per_record({"cpu_own_cores": None, "cpu_broker_cores": 1.0}, 1.0, 0) == {
+        "cpu_own_us_per_record": None,
+        "cpu_broker_us_per_record": None,
+    }
