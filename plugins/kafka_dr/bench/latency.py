@@ -53,16 +53,7 @@ def measure_latency(
     try:
         load.wait_for_topic(west, system.target_topic(topic), timeout)
         probe.start()
-        pinger = load.producer(east, **{"linger.ms": 0})
-        pings, deadline = 0, time.monotonic() + timeout
-        while probe.seen == 0:  # started and copying
-            if not system.alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"{system.name}: no record came through within {timeout:.0f}s")
-            pinger.produce(topic, key=b"ping", value=b"ping", partition=pings % partitions)
-            pinger.flush(10)
-            pings += 1
-            time.sleep(0.5)
-        expected = pings
+        expected = load.ping_until(east, topic, partitions, lambda: probe.seen > 0, system.alive, timeout)
         for rate in rates:
             steady = load.SteadyProducer(east, topic, partitions, rate)
             steady.start()

@@ -163,6 +163,21 @@ class Timeline:
     samples: list = field(default_factory=list)
 
 
+def ping_until(cluster: ClusterConfig, topic: str, partitions: int, arrived, alive, timeout: float) -> int:
+    """One record (key and value ``ping``) every half second on ``topic`` until ``arrived()``:
+    a system just started runs and copies. Returns how many were sent."""
+    pinger = producer(cluster, **{"linger.ms": 0})
+    pings, deadline = 0, time.monotonic() + timeout
+    while not arrived():
+        if not alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"no record came through within {timeout:.0f}s")
+        pinger.produce(topic, key=b"ping", value=b"ping", partition=pings % partitions)
+        pinger.flush(10)
+        pings += 1
+        time.sleep(0.5)
+    return pings
+
+
 def watch_arrivals(
     cluster: ClusterConfig,
     topic: str,

@@ -37,7 +37,10 @@ def warm_backlog_phase(
     system.start(topic, partitions, continuous=True)
     rss = PeakRss(system.pid).start()
     try:
-        pings = _ping_until_copying(system, topic, partitions, timeout)
+        w_admin = AdminClient(client_config(system.target))
+        arrived = lambda: _target_total(w_admin, system, topic, partitions) > 0  # noqa: E731
+        # MirrorMaker creates its target topic only once it copies
+        pings = load.ping_until(system.source, topic, partitions, arrived, system.alive, timeout)
         cpu = CpuWindow(system.pid, brokers).start()
         try:
             first, done, produced = _copy_arriving(system, e_admin, topic, partitions, size, records, pings, timeout)
@@ -70,22 +73,6 @@ def warm_backlog_phase(
 class _Produced:
     def __init__(self, pings: int) -> None:
         self.pings, self.seconds, self.ends, self.error = pings, 0.0, None, None
-
-
-def _ping_until_copying(system: System, topic: str, partitions: int, timeout: float) -> int:
-    """One record at a time every half second until the first is on the target: the system
-    runs and copies (MirrorMaker creates its target topic only then)."""
-    w_admin = AdminClient(client_config(system.target))
-    pinger = load.producer(system.source, **{"linger.ms": 0})
-    pings, deadline = 0, time.monotonic() + timeout
-    while _target_total(w_admin, system, topic, partitions) == 0:
-        if not system.alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"no record came through within {timeout:.0f}s")
-        pinger.produce(topic, key=b"ping", value=b"ping", partition=pings % partitions)
-        pinger.flush(10)
-        pings += 1
-        time.sleep(0.5)
-    return pings
 
 
 def _copy_arriving(system, e_admin, topic, partitions, size, records, pings, timeout) -> tuple[float, float, _Produced]:
