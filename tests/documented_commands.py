@@ -173,17 +173,19 @@ COMMANDS: dict[str, Check] = {
     (
         ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092 --systems ours,ours_spark,rawpipe,rawpipe1"
         " --latency-rates 5000 --latency-seconds 10 --latency-warmup 5 --latency-rounds 1 --warmup-records 200000"
+        " --no-warm-backlog"
     ): Check(PARSED, covered_by=BENCH),
     (
         ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092 --systems ours,rawpipe --latency-rates 5000"
         " --latency-seconds 5 --latency-warmup 2 --latency-rounds 1 --warmup-records 200000 --no-cold-round"
+        " --no-warm-backlog"
     ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench.group_sync --groups 1000 --partitions 8 --records 2000": Check(
         PARSED, covered_by=BENCH
     ),
     (
         ".venv/bin/kafka-dr bench --records 1000000 --systems ours,ours_scraped --backlog-rounds 3 --latency-rates"
-        " 5000 --latency-seconds 30 --latency-warmup 10 --warmup-records 200000"
+        " 5000 --latency-seconds 30 --latency-warmup 10 --warmup-records 200000 --no-warm-backlog"
     ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/kafka-dr bench --records 200000 --sizes 100 --systems ours,rawpipe": Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench --quick": Check(PARSED, covered_by=BENCH),

@@ -313,7 +313,7 @@ def run_bench(
                 results[s].update(phases)
             if warm_backlog:
                 running = [s for s in sys_objs if s.name not in NO_LATENCY]
-                drop = lambda t: drop_topics((east, cfg.cluster("west")), t, say)  # noqa: E731
+                drop = lambda t: keep_topics or drop_topics((east, cfg.cluster("west")), t, say)  # noqa: E731
                 for s, figures in warm_phase(
                     running, f"{run}.warm{size}", size, records, partitions, timeout, say, brokers, drop
                 ).items():
