@@ -158,9 +158,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 #: The suite's longest files (docs/testing.md has their times). ``make test`` hands whole files
 #: to its workers in collection order, so these go first and the short ones fill in behind them:
-#: the workers end close together. Files that mostly wait (the benchmarks' fixed-rate and idle
-#: phases, a job backing off) come early, while the machine is busy with the others, so that
-#: the last minutes are not waits with both cores idle.
+#: the workers end close together.
 LONGEST_FIRST = (
     "tests/e2e/test_gameday.py",
     "tests/integration/test_documented_commands.py",
