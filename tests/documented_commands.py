@@ -180,6 +180,11 @@ COMMANDS: dict[str, Check] = {
         " --latency-seconds 5 --latency-warmup 2 --latency-rounds 1 --warmup-records 200000 --no-cold-round"
         " --no-warm-backlog"
     ): Check(PARSED, covered_by=BENCH),
+    (
+        ".venv/bin/kafka-dr bench --dir .lab-bench --base-port 27092 --systems ours,mm2,mm2t1,mm2eos,rawpipe --sizes"
+        " 100,1024 --records 200000 --backlog-rounds 1 --no-cold-round --warm-backlog --latency-rates 1000"
+        " --latency-seconds 1 --latency-warmup 0 --latency-rounds 1 --warmup-records 50000"
+    ): Check(PARSED, covered_by=BENCH),
     ".venv/bin/python -m kafka_dr.bench.group_sync --groups 1000 --partitions 8 --records 2000": Check(
         PARSED, covered_by=BENCH
     ),
