@@ -360,8 +360,15 @@ def parse_spark(ctx: ParseContext, raw: Any) -> SparkConfig:
     s = ctx.mapping(
         raw,
         "spark",
-        {"master", "connection", "conf", "executor_env", "executor_python", "driver_copy_max_records"}
-        | {"driver_copy_processes"},
+        {
+            "master",
+            "connection",
+            "conf",
+            "executor_env",
+            "executor_python",
+            "driver_copy_max_records",
+            "driver_copy_processes",
+        },
     )
     conf = ctx.mapping(
         s.get("conf"), "spark.conf", set(s.get("conf") or {}) if isinstance(s.get("conf"), dict) else set()
