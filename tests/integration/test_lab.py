@@ -55,6 +55,10 @@ def test_admin_produce_consume_on_both_clusters(lab_config, topic_name):
         admin = clients.admin(cluster)
         assert ensure_topic(admin, topic_name, partitions=2) is True
         assert ensure_topic(admin, topic_name, partitions=2) is False  # idempotent
+        # the brokers' metadata has a new topic a moment after the controller created it
+        deadline = time.monotonic() + 30
+        while partition_count(admin, topic_name) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert partition_count(admin, topic_name) == 2
         _produce(cluster, topic_name, records)
         c = clients.consumer(cluster, group_id=f"test-{name}")
