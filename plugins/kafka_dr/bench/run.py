@@ -315,7 +315,7 @@ def run_bench(
                 running = [s for s in sys_objs if s.name not in NO_LATENCY]
                 drop = lambda t: keep_topics or drop_topics((east, cfg.cluster("west")), t, say)  # noqa: E731
                 for s, figures in warm_phase(
-                    running, f"{run}.warm{size}", size, records, partitions, timeout, say, brokers, drop
+                    running, f"{run}.{warm_phase_name(size)}", size, records, partitions, timeout, say, brokers, drop
                 ).items():
                     results[s][warm_phase_name(size)] = figures
         _nothing_new_phase(sys_objs, results, e_admin, f"{run}.nothing-new", partitions, timeout, say)

@@ -43,7 +43,9 @@ def warm_backlog_phase(
         pings = load.ping_until(system.source, topic, partitions, arrived, system.alive, timeout)
         cpu = CpuWindow(system.pid, brokers).start()
         try:
-            first, done, produced = _copy_arriving(system, e_admin, topic, partitions, size, records, pings, timeout)
+            first, done, produced = _copy_arriving(
+                system, e_admin, w_admin, topic, partitions, size, records, pings, timeout
+            )
         finally:
             cpu.stop()
     except Exception as e:
@@ -75,10 +77,11 @@ class _Produced:
         self.pings, self.seconds, self.ends, self.error = pings, 0.0, None, None
 
 
-def _copy_arriving(system, e_admin, topic, partitions, size, records, pings, timeout) -> tuple[float, float, _Produced]:
+def _copy_arriving(
+    system, e_admin, w_admin, topic, partitions, size, records, pings, timeout
+) -> tuple[float, float, _Produced]:
     """Produce the backlog in a thread and watch the target: (first backlog record on the
     target, copy done, how it was produced), monotonic seconds."""
-    w_admin = AdminClient(client_config(system.target))
     base = _target_total(w_admin, system, topic, partitions)
     produced = _Produced(pings)
 
