@@ -3,9 +3,9 @@ request metrics, read before the launch and after the exit), and the record batc
 the target topic's log (read from the brokers' segment files).
 
 Both are read outside the measured windows: the request metrics by a short JVM that attaches
-to each broker (``java/BrokerRequests.java``; the brokers need no JMX port), the batches by
-walking the batch headers of one replica of each partition. A figure that cannot be read (no
-JDK attach, a broker not found) is None, never a guess.
+to each broker (``java/BrokerRequests.java``, compiled once per host into the cache; the brokers
+need no JMX port), the batches by walking the batch headers of one replica of each partition.
+A figure that cannot be read (no JDK attach, a broker not found) is None, never a guess.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass, fields
 from pathlib import Path
+
+from kafka_dr.kafka.java_helper import launch_command
 
 HELPER = Path(__file__).with_name("java") / "BrokerRequests.java"
 #: a helper's JVM lives a second: C2's compilations and a parallel collector would only cost CPU
@@ -37,7 +39,10 @@ def request_counts(pids: tuple[int, ...]) -> Counter | None:
         return None
     try:
         proc = subprocess.run(
-            [java, *JVM_OPTIONS, str(HELPER), *map(str, pids)], capture_output=True, text=True, timeout=120
+            [*launch_command(HELPER, java, [], "broker-requests", JVM_OPTIONS), *map(str, pids)],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     except subprocess.TimeoutExpired:
         return None

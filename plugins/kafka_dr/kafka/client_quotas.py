@@ -16,19 +16,16 @@ becomes :data:`~kafka_dr.core.quota_sync.Entity`.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import quote_plus, unquote_plus
 
-from kafka_dr.cache import cache_root
 from kafka_dr.core.config import DrConfig
 from kafka_dr.core.quota_sync import Entity, Quota
 from kafka_dr.kafka.clients import ClusterUnreachable, SecretResolver, client_config
+from kafka_dr.kafka.java_helper import launch_command
 from kafka_dr.kafka.jvm import client_jars
 
 SOURCE = Path(__file__).with_name("java") / "ClientQuotas.java"
@@ -99,11 +96,7 @@ def _run(cfg: DrConfig, cluster: str, verb: str, lines: Iterable[str], resolve: 
     stdin = java_properties(conf, cluster) + "---\n" + "".join(f"{x}\n" for x in lines)
     java = shutil.which("java") or "java"
     jars = [str(j) for j in client_jars()]
-    compiled = _compiled(java, jars)
-    if compiled is None:
-        cmd = [java, *JVM_OPTIONS, "-cp", ":".join(jars), str(SOURCE), verb]
-    else:
-        cmd = [java, *JVM_OPTIONS, "-cp", ":".join([str(compiled), *jars]), SOURCE.stem, verb]
+    cmd = [*launch_command(SOURCE, java, jars, "client-quotas", JVM_OPTIONS), verb]
     try:
         proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=120, check=False)
     except subprocess.TimeoutExpired:
@@ -114,37 +107,6 @@ def _run(cfg: DrConfig, cluster: str, verb: str, lines: Iterable[str], resolve: 
             raise ClusterUnreachable(f"quota sync: {verb} client quotas on {cluster!r}: {why}")
         raise QuotaCallFailed(f"quota sync: {verb} client quotas on {cluster!r}: {why}")
     return proc.stdout
-
-
-def _compiled(java: str, jars: list[str]) -> Path | None:
-    """The folder holding the helper's compiled class, compiled on first use; None when this
-    JDK has no ``javac``. Compiled in a folder of its own, then renamed: never half-written."""
-    digest = hashlib.sha1(SOURCE.read_bytes())
-    digest.update(os.path.realpath(java).encode())
-    digest.update("\n".join(jars).encode())
-    target = cache_root() / f"client-quotas-{digest.hexdigest()[:10]}"
-    if (target / f"{SOURCE.stem}.class").is_file():
-        return target
-    javac = Path(os.path.realpath(java)).with_name("javac")
-    if not javac.is_file():
-        return None
-    target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
-    done = subprocess.run(
-        [str(javac), "-J-XX:TieredStopAtLevel=1", "-nowarn", "-d", str(work), "-cp", ":".join(jars), str(SOURCE)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    if done.returncode != 0:
-        shutil.rmtree(work, ignore_errors=True)
-        return None  # run from source: its launch reports the same error in the call's own terms
-    try:
-        work.rename(target)
-    except OSError:  # another process compiled it first
-        shutil.rmtree(work, ignore_errors=True)
-    return target
 
 
 def describe_quotas(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None) -> dict[Quota, float]:
