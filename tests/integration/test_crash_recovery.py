@@ -49,8 +49,9 @@ def python_workers(jvm_pid: int) -> list[int]:
     return [int(p[0]) for p in procs if int(p[1]) in daemons]
 
 
-def wait_for_growth(cluster, topic: str, than: int, timeout: float = 120) -> int:
-    """Block until the target topic holds more than ``than`` records: the job is copying."""
+def wait_for_growth(cluster, topic: str, than: int, timeout: float = 240) -> int:
+    """Block until the target topic holds more than ``than`` records: the job is copying. A
+    continuous job's first task can start 100 s after its launch while the suite loads both cores."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         n = len(read_topic(cluster, topic))
