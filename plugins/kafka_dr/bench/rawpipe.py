@@ -2,8 +2,9 @@ r"""The raw-pipe limit: the simplest consume-and-produce loop with librdkafka, n
 
 A pipe is one Python process with one consumer and one producer, no transactions, no headers
 added, no loop policy: records go from ``topic[p]`` to ``target_topic[p]`` with key, value,
-headers and timestamp as they are. The producer batches like ours (linger 10 ms, 1 MB
-batches, lz4, acks=all, idempotent) so the comparison is about the work, not the settings.
+headers and timestamp as they are. The producer batches like ours (1 MB batches, lz4,
+acks=all, idempotent; linger 100 ms for a backlog, ``--until-end``, 10 ms otherwise) so the
+comparison is about the work, not the settings.
 One pipe is bound by its one Python thread; ``--processes N`` runs N pipes side by side,
 each with every N-th partition, so that with one per core the machine is the limit.
 
@@ -33,6 +34,9 @@ PRODUCER = {
     "queue.buffering.max.messages": 500_000,
     "queue.buffering.max.kbytes": 512 * 1024,
 }
+#: ``linger.ms`` of a backlog's copy, as ours' (``kafka_dr.kafka.copy_tuning.BACKLOG_LINGER_MS``;
+#: not imported, so that the pipe loads nothing of ours at its start)
+BACKLOG_LINGER_MS = 100
 #: the copiers' fetch settings, ``fetch.queue.backoff.ms`` included (20 ms instead of librdkafka's
 #: 1,000: kafka_dr.kafka.copy_tuning.FETCH_QUEUE_BACKOFF_MS); with the default, the raw pipe copied
 #: 197,000-203,000 records/s of 100 B here, with 20 ms 255,000-266,000 (two runs each)
@@ -55,7 +59,7 @@ def pipe(
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     c = Consumer({"bootstrap.servers": source, **CONSUMER})
-    p = Producer({"bootstrap.servers": target, **PRODUCER})
+    p = Producer(producer_config(target, until_end))
     tps = [(t, q) for t in topics for q in range(partitions)][share[0] :: share[1]]
     ends = {}
     if until_end:
@@ -96,6 +100,11 @@ def pipe(
         return 1
     print(f"rawpipe: {n} records {', '.join(topics)} -> {target_prefix}*", flush=True)
     return 0
+
+
+def producer_config(target: str, until_end: bool) -> dict:
+    """The pipe's producer: ours' batching, a backlog's linger when it copies one (``until_end``)."""
+    return {"bootstrap.servers": target, **PRODUCER, **({"linger.ms": BACKLOG_LINGER_MS} if until_end else {})}
 
 
 def _queued(c: Consumer) -> list:

@@ -17,6 +17,12 @@ from kafka_dr.kafka.clients import SecretResolver, client_config
 #: :class:`~kafka_dr.kafka.copier.RangeCopier` keep :class:`CopyTuning`'s default
 JOB_CHUNK_RECORDS = 200_000
 
+#: ``linger.ms`` of a backlog copy's producers (fixed ranges; the producer's own is 10 ms). A
+#: partition's producer carries only its copy, so each produce request is one batch, and a
+#: batch is what the linger gathers: fewer, larger requests spare the target brokers and their
+#: followers' fetches. A chunk's commit sends what lingers at once, so nothing waits at its end.
+BACKLOG_LINGER_MS = 100
+
 #: ``fetch.queue.backoff.ms``: how soon the fetcher looks again once a partition's local queue
 #: is full (librdkafka waits 1,000 ms, and a backlog's copy read the queue dry meanwhile)
 FETCH_QUEUE_BACKOFF_MS = 20
@@ -67,6 +73,11 @@ class CopyTuning:
         return cls(
             chunk_records=chunk_records, chunk_seconds=chunk_seconds, consumer_overrides=streaming_fetch(chunk_seconds)
         )
+
+    @classmethod
+    def backlog(cls, chunk_records: int = 50_000) -> CopyTuning:
+        """A fixed range's copy (a backlog): batches gathered for :data:`BACKLOG_LINGER_MS`."""
+        return cls(chunk_records=chunk_records, producer_overrides={"linger.ms": BACKLOG_LINGER_MS})
 
 
 def source_consumer_config(

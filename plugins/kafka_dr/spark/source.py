@@ -241,7 +241,7 @@ class ReplicationStreamReader(DataSourceStreamReader):
                     cfg, flow, _resolver(), chunk_records=records, chunk_seconds=seconds, allow_reset=reset
                 )
             else:
-                tuning = CopyTuning.streaming(records, seconds) if stream_key else CopyTuning(chunk_records=records)
+                tuning = CopyTuning.streaming(records, seconds) if stream_key else CopyTuning.backlog(records)
                 copier = RangeCopier(cfg, flow, _resolver(), tuning=tuning, allow_reset=reset)
             _copiers[key] = copier
             mark_once("copier ready")

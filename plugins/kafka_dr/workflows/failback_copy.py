@@ -17,6 +17,7 @@ from kafka_dr.kafka import clients
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.copier import RangeCopier
 from kafka_dr.kafka.copy_spec import RangeSpec, Reseed
+from kafka_dr.kafka.copy_tuning import CopyTuning
 from kafka_dr.kafka.orphaned_offsets import floor_progress_at_copies
 from kafka_dr.kafka.planner import FlowPlanner
 from kafka_dr.kafka.progress_store import read_committed_progress
@@ -65,7 +66,9 @@ def copy_round(
 
 
 def _copy_one(cfg, flow, resolve, transform, keep_timestamp, seed_map, spec: RangeSpec):
-    copier = RangeCopier(cfg, flow, resolve, reseed=Reseed(transform, keep_timestamp, seed_map))
+    copier = RangeCopier(
+        cfg, flow, resolve, tuning=CopyTuning.backlog(), reseed=Reseed(transform, keep_timestamp, seed_map)
+    )
     try:
         return copier.copy(spec)
     finally:

@@ -5,7 +5,15 @@ range does not wait behind it. Every copy fetches again soon after its queue was
 
 import textwrap
 
-from kafka_dr.kafka.copy_tuning import FETCH_QUEUE_BACKOFF_MS, RANGE_FETCH_WAIT_MS, read_wait, streaming_fetch
+from kafka_dr.bench import rawpipe
+from kafka_dr.kafka.copy_tuning import (
+    BACKLOG_LINGER_MS,
+    FETCH_QUEUE_BACKOFF_MS,
+    RANGE_FETCH_WAIT_MS,
+    CopyTuning,
+    read_wait,
+    streaming_fetch,
+)
 from kafka_dr.spark import source
 from kafka_dr.spark.source import ReplicationStreamReader
 
@@ -40,3 +48,20 @@ def test_only_a_streaming_tasks_copier_gets_the_settings(tmp_path, monkeypatch):
         streaming["fetch.queue.backoff.ms"] == fixed["fetch.queue.backoff.ms"] == FETCH_QUEUE_BACKOFF_MS == 20
     )  # not 1,000
     assert streaming["isolation.level"] == fixed["isolation.level"] == "read_committed"
+
+
+def test_a_backlog_copy_gathers_larger_batches_and_a_streaming_copy_keeps_the_producers_linger(tmp_path, monkeypatch):
+    monkeypatch.setattr(source, "_copiers", {})
+    path = tmp_path / "dr.yaml"
+    path.write_text(CONFIG)
+    reader = ReplicationStreamReader({"config": str(path), "flow": "east_to_west", "commit_seconds": "0.2"})
+    assert reader._copier().tuning.producer_overrides == {"linger.ms": BACKLOG_LINGER_MS} == {"linger.ms": 100}
+    assert reader._copier(("stream", "orders", 0)).tuning.producer_overrides == {}  # 10 ms, for latency
+    assert CopyTuning.backlog(1_000).chunk_records == 1_000
+
+
+def test_the_raw_pipe_batches_a_backlog_as_ours_does_and_a_continuous_copy_as_ours_streams():
+    assert rawpipe.BACKLOG_LINGER_MS == BACKLOG_LINGER_MS
+    assert rawpipe.producer_config("h:1", until_end=True)["linger.ms"] == BACKLOG_LINGER_MS
+    assert rawpipe.producer_config("h:1", until_end=False)["linger.ms"] == 10
+    assert rawpipe.producer_config("h:1", until_end=True)["bootstrap.servers"] == "h:1"
