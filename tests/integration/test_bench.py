@@ -56,6 +56,10 @@ def test_quick_bench_prints_the_table_and_a_json_line_with_every_figure(lab, lab
             # what it asked of the brokers: produce requests (their own metrics), batches in the target's log
             assert figures[k + "produce_requests_per_s"] > 0 and figures[k + "records_per_produce_request"] > 0
             assert figures[k + "records_per_fetch_request"] > 0, system  # it read the backlog from the source
+            if len(lab_config.cluster("west").bootstrap_servers.split(",")) > 1:  # replicas follow their leaders
+                assert figures[k + "records_per_follower_fetch"] > 0, system
+            else:
+                assert figures[k + "records_per_follower_fetch"] is None, system  # no follower fetched a thing
             assert figures[k + "records_per_batch"] >= 1, (system, size)
             # fresh random values: no compression stores a record in fewer bytes than its value
             assert figures[k + "log_bytes_per_record"] >= size, (system, size, figures[k + "log_bytes_per_record"])

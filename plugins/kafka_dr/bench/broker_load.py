@@ -125,16 +125,19 @@ def topic_batches(dirs: list[Path], topic: str, cluster_id: str) -> Batches | No
 
 
 def figures(before: Counter | None, after: Counter | None, batches: Batches | None, copy_seconds: float) -> dict:
-    """A copy's figures: the produce, consumer fetch and transaction requests the brokers served
-    from before its launch to after its exit (produce also per second of copy window), and its
-    target log's batches."""
-    keys = ("produce_requests", "produce_requests_per_s", "fetch_requests", "transaction_requests")
+    """A copy's figures: the produce, consumer fetch, follower fetch and transaction requests the
+    brokers served from before its launch to after its exit (produce also per second of copy
+    window), and its target log's batches. Followers fetch as their leaders append, so produce
+    requests cost the brokers their followers' fetches too."""
+    keys = ("produce_requests", "produce_requests_per_s", "fetch_requests", "follower_fetch_requests")
+    keys += ("transaction_requests",)
     out: dict = dict.fromkeys((*keys, "log_records", "log_batches", "log_bytes", "control_batches"))
     if before is not None and after is not None:
         produce = after["Produce"] - before["Produce"]
         out["produce_requests"] = produce
         out["produce_requests_per_s"] = round(produce / copy_seconds) if copy_seconds > 0 else None
         out["fetch_requests"] = after["FetchConsumer"] - before["FetchConsumer"]  # not the followers'
+        out["follower_fetch_requests"] = after["FetchFollower"] - before["FetchFollower"]
         out["transaction_requests"] = sum(after[a] - before[a] for a in TRANSACTION_APIS)
     if batches is not None:
         out["log_records"], out["log_batches"] = batches.records, batches.data_batches
@@ -154,12 +157,13 @@ def broker_figures(rounds: list[dict], records: int, window: float) -> dict:
         return None if None in got else sum(got)
 
     produce, batches, in_log = total("produce_requests"), total("log_batches"), total("log_records")
-    fetch = total("fetch_requests")
+    fetch, follower = total("fetch_requests"), total("follower_fetch_requests")
     stored = total("log_bytes")
     return {
         "produce_requests_per_s": round(produce / window) if produce is not None and window > 0 else None,
         "records_per_produce_request": round(records / produce, 1) if produce else None,
         "records_per_fetch_request": round(records / fetch, 1) if fetch else None,
+        "records_per_follower_fetch": round(records / follower, 1) if follower else None,
         "transaction_requests": total("transaction_requests"),
         "records_per_batch": round(in_log / batches, 1) if batches else None,
         "log_bytes_per_record": round(stored / in_log, 1) if stored is not None and in_log else None,
@@ -177,13 +181,14 @@ def broker_table(flat: dict, systems: list[str], sizes: list[int]) -> list[str]:
     if not rows:
         return []
     head = f"{'system':<13}{'size B':>7}{'produce req/s':>15}{'records/req':>13}{'records/fetch':>15}"
+    head += f"{'rec/follower fetch':>20}"
     head += f"{'records/batch':>15}{'log B/rec':>11}{'txn requests':>14}{'markers':>10}"
     lines = [
         "",
         "What the copy asked of the brokers (from the brokers' request metrics: produce requests per second of "
-        "copy window, records per produce request and per consumer fetch request, txn requests = "
-        "AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn; from the target topic's log: records "
-        "per batch, bytes per record as stored, transaction markers)",
+        "copy window, records per produce request, per consumer fetch request and per follower fetch request, "
+        "txn requests = AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn; from the target topic's log: "
+        "records per batch, bytes per record as stored, transaction markers)",
         head,
         "-" * len(head),
     ]
@@ -192,7 +197,7 @@ def broker_table(flat: dict, systems: list[str], sizes: list[int]) -> list[str]:
         lines.append(
             f"{s:<13}{size:>7}{f(flat.get(k + 'produce_requests_per_s')):>15}"
             f"{f(flat.get(k + 'records_per_produce_request')):>13}{f(flat.get(k + 'records_per_fetch_request')):>15}"
-            f"{f(flat.get(k + 'records_per_batch')):>15}"
+            f"{f(flat.get(k + 'records_per_follower_fetch')):>20}{f(flat.get(k + 'records_per_batch')):>15}"
             f"{f(flat.get(k + 'log_bytes_per_record')):>11}"
             f"{f(flat.get(k + 'transaction_requests')):>14}{f(flat.get(k + 'control_batches')):>10}"
         )

@@ -51,15 +51,26 @@ def test_a_topics_batches_come_from_one_replica_of_each_partition_of_the_cluster
 
 
 def test_figures_are_the_requests_between_the_reads_and_none_when_unreadable():
-    before = Counter({"Produce": 100, "EndTxn": 3, "TxnOffsetCommit": 3, "Fetch": 9, "FetchConsumer": 4})
+    before = Counter(
+        {"Produce": 100, "EndTxn": 3, "TxnOffsetCommit": 3, "Fetch": 9, "FetchConsumer": 4, "FetchFollower": 5}
+    )
     after = Counter(
-        {"Produce": 300, "EndTxn": 5, "TxnOffsetCommit": 5, "AddPartitionsToTxn": 2, "Fetch": 99, "FetchConsumer": 24}
+        {
+            "Produce": 300,
+            "EndTxn": 5,
+            "TxnOffsetCommit": 5,
+            "AddPartitionsToTxn": 2,
+            "Fetch": 99,
+            "FetchConsumer": 24,
+            "FetchFollower": 75,
+        }
     )
     got = figures(before, after, Batches(40, 4000, 16, 600_000), copy_seconds=2.0)
     assert got == {
         "produce_requests": 200,
         "produce_requests_per_s": 100,
         "fetch_requests": 20,
+        "follower_fetch_requests": 70,
         "transaction_requests": 6,
         "log_records": 4000,
         "log_batches": 40,
@@ -74,6 +85,7 @@ def test_rounds_add_up_and_a_round_without_a_figure_voids_it():
         {
             "produce_requests": 100,
             "fetch_requests": 4,
+            "follower_fetch_requests": 10,
             "transaction_requests": 4,
             "log_records": 1000,
             "log_batches": 10,
@@ -83,6 +95,7 @@ def test_rounds_add_up_and_a_round_without_a_figure_voids_it():
         {
             "produce_requests": 300,
             "fetch_requests": 16,
+            "follower_fetch_requests": 30,
             "transaction_requests": 6,
             "log_records": 1000,
             "log_batches": 40,
@@ -94,6 +107,7 @@ def test_rounds_add_up_and_a_round_without_a_figure_voids_it():
         "produce_requests_per_s": 100,
         "records_per_produce_request": 5.0,
         "records_per_fetch_request": 100.0,
+        "records_per_follower_fetch": 50.0,
         "transaction_requests": 10,
         "records_per_batch": 40.0,
         "log_bytes_per_record": 160.0,
@@ -110,6 +124,7 @@ def test_the_table_section_shows_each_systems_requests_and_batches():
         "ours_s100_produce_requests_per_s": 1234,
         "ours_s100_records_per_produce_request": 80.5,
         "ours_s100_records_per_fetch_request": 400.0,
+        "ours_s100_records_per_follower_fetch": 120.0,
         "ours_s100_transaction_requests": 40,
         "ours_s100_records_per_batch": 10.1,
         "ours_s100_log_bytes_per_record": 161.5,
@@ -123,6 +138,6 @@ def test_the_table_section_shows_each_systems_requests_and_batches():
     }
     lines = broker_table(flat, ["ours", "rawpipe"], [100])
     assert lines[1].startswith("What the copy asked of the brokers")
-    assert lines[-2].split() == ["ours", "100", "1,234", "80.5", "400.0", "10.1", "161.5", "40", "160"]
-    assert lines[-1].split() == ["rawpipe", "100", "-", "-", "-", "500.0", "112.0", "-", "0"]
+    assert lines[-2].split() == ["ours", "100", "1,234", "80.5", "400.0", "120.0", "10.1", "161.5", "40", "160"]
+    assert lines[-1].split() == ["rawpipe", "100", "-", "-", "-", "-", "500.0", "112.0", "-", "0"]
     assert broker_table({}, ["ours"], [100]) == []

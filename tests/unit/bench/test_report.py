@@ -54,6 +54,7 @@ def backlog(rps, mbps):
         "produce_requests_per_s": rps // 10,
         "records_per_produce_request": 10.0,
         "records_per_fetch_request": 500.0,
+        "records_per_follower_fetch": 250.0,
         "transaction_requests": 0,
         "records_per_batch": 5.0,
         "log_bytes_per_record": 150.0,
