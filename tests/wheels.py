@@ -10,7 +10,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tomllib
+from functools import cache
 from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from kafka_dr.lab import wheelhouse
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -73,11 +79,29 @@ def build(source: Path, out: Path, *kinds: str) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
+@cache
+def sdist_wheels() -> Path:
+    """The host's wheelhouse (kafka_dr/lab/wheelhouse.py) holding pyspark's wheels at the
+    versions constraints.txt pins and at the newest in pyproject.toml's ranges: an install with
+    other pins than the lab's resolves the latter."""
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    ranges = [d for d in declared if Requirement(d).name in wheelhouse.SDIST_ONLY]
+    return wheelhouse.ensure(wheelhouse.pinned(REPO / "constraints.txt") + ranges, python=str(BIN / "python"))
+
+
+def uv_install(venv: Path) -> list[str]:
+    """``uv pip install`` into ``venv`` (no pip needed in it), taking pyspark's wheels from the
+    host's wheelhouse rather than building them from their sdists."""
+    return [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python")] + [
+        "--find-links",
+        str(sdist_wheels()),
+    ]
+
+
 def install(venv: Path, *requirements: str, timeout: float = 900) -> None:
-    """``uv pip install`` into ``venv`` with the lab's constraints (no pip needed in it)."""
+    """``uv pip install`` into ``venv`` with the lab's constraints."""
     proc = subprocess.run(
-        [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), *requirements]
-        + ["-c", str(REPO / "constraints.txt")],
+        uv_install(venv) + [*requirements, "-c", str(REPO / "constraints.txt")],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -31,7 +31,7 @@ from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
 from kafka_dr.lab.topology import spark_section
 from kafka_dr.spark.executor_env import ARCHIVE_ALIAS
-from wheels import REPO, build, copy_checkout, python_for
+from wheels import build, copy_checkout, python_for, uv_install
 
 pytestmark = [pytest.mark.lab, pytest.mark.airflow, pytest.mark.e2e, pytest.mark.slow]
 
@@ -52,8 +52,7 @@ def deployment(tmp_path_factory) -> dict:
     (home / "airflow.txt").write_text(f"apache-airflow=={AIRFLOW}\n")
     wheel = wheels / f"kafka_dr-{__version__}-py3-none-any.whl"
     proc = subprocess.run(
-        [str(REPO / ".venv/bin/uv"), "pip", "install", "-q", "--python", str(venv / "bin/python")]
-        + [f"{wheel}[lab]", "--override", str(home / "airflow.txt")],
+        uv_install(venv) + [f"{wheel}[lab]", "--override", str(home / "airflow.txt")],
         capture_output=True,
         text=True,
         timeout=1200,

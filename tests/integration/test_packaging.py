@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import UNREACHABLE
-from wheels import build, copy_checkout, python_for
+from wheels import build, copy_checkout, python_for, uv_install
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -103,7 +103,7 @@ def installed(request, dist, tmp_path_factory) -> dict:
         (home / "airflow.txt").write_text(pinned + "\ncryptography<51\n")
         pins = ["--override", str(home / "airflow.txt")]
     proc = subprocess.run(
-        [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python"), str(wheel), *pins],
+        uv_install(venv) + [str(wheel), *pins],
         capture_output=True,
         text=True,
         timeout=900,
