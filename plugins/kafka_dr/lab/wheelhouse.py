@@ -69,7 +69,8 @@ def _build(requirement: str, house: Path, python: str) -> None:
             timeout=1800,
         )
         if proc.returncode != 0:
-            raise RuntimeError(f"pip wheel {requirement} failed: {proc.stderr.strip()[-2000:]}")
+            why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+            raise RuntimeError(f"pip wheel {requirement} failed: {why}")
         for wheel in Path(out).glob("*.whl"):
             if not (house / wheel.name).exists():
                 wheel.replace(house / wheel.name)
@@ -85,7 +86,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m kafka_dr.lab.wheelhouse <constraints file>", file=sys.stderr)
         return 2
-    print(ensure(pinned(Path(argv[0]))))
+    try:
+        print(ensure(pinned(Path(argv[0]))))
+    except (OSError, RuntimeError) as e:
+        print(f"wheelhouse: {e}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -39,3 +39,9 @@ def test_a_failed_build_names_the_requirement(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match=r"^pip wheel pyspark==0\.0\.0\.dev0 failed"):
         wheelhouse.ensure(["pyspark==0.0.0.dev0"], python="/bin/false")
     assert not list((tmp_path / "wheels").glob("*.whl"))
+
+
+def test_the_command_ends_with_one_line_naming_a_missing_constraints_file(tmp_path, capsys):
+    assert wheelhouse.main([str(tmp_path / "nope.txt")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("wheelhouse: ") and "nope.txt" in err[-1]
