@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -82,12 +83,29 @@ def test_executors_with_a_bare_python_copy_and_compare_from_the_packed_environme
         )
 
     # continuous: the Python data source plans on the driver and reads on the executors (an
-    # incremental run's plain Spark tasks on bare executors: tests/e2e/test_installed_deployment.py)
-    copied = run(
-        *("replicate", "--flow", "east_to_west", "--mode", "continuous", "--master", doc["spark"]["master"]),
-        *("--max-duration", "25", "--task-seconds", "10"),
+    # incremental run's plain Spark tasks on bare executors: tests/e2e/test_installed_deployment.py);
+    # stopped once the suite reads every record on west (a loaded machine unpacks and starts slowly)
+    stop_file, log = tmp_path / "stop", tmp_path / "job.log"
+    job = subprocess.Popen(
+        [str(BIN / "kafka-dr"), "replicate", "--config", str(config), "--flow", "east_to_west"]
+        + ["--mode", "continuous", "--master", doc["spark"]["master"], "--task-seconds", "10"]
+        + ["--stop-file", str(stop_file), "--max-duration", "600"],
+        env=user_env,
+        cwd=tmp_path,
+        stdout=open(log, "ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
-    assert copied.returncode == 0, copied.stdout[-2000:] + copied.stderr[-3000:]
+    try:
+        deadline = time.monotonic() + 300
+        while len(read_topic(west, topic_name)) < len(sent) and time.monotonic() < deadline:
+            assert job.poll() is None, f"the job ended early; see {log}"
+            time.sleep(1)
+        stop_file.touch()
+        assert job.wait(120) == 0, f"see {log}"
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
     check_replica("west", read_topic(west, topic_name), sent, source_topic=topic_name)
 
     compared = run("dq", "--flow", "east_to_west", "--json")
