@@ -90,6 +90,17 @@ def read_topic_settled(cluster_cfg, topic: str, expected: int, timeout: float = 
     return records
 
 
+def stop_once_replicated(job, stop_file: Path, log: Path, cluster_cfg, topic: str, expected: int, timeout: float):
+    """Wait until ``topic`` on ``cluster_cfg`` holds ``expected`` records (or ``timeout``), with
+    the continuous ``job`` still running, then stop it with its stop file; it must exit 0."""
+    deadline = time.monotonic() + timeout
+    while len(read_topic(cluster_cfg, topic)) < expected and time.monotonic() < deadline:
+        assert job.poll() is None, f"the job ended early; see {log}"
+        time.sleep(1)
+    stop_file.touch()
+    assert job.wait(120) == 0, f"see {log}"
+
+
 def read_sent(cluster_cfg, topic: str) -> list[Sent]:
     """Records produced locally on this cluster (no provenance), as ``Sent``."""
     return [

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from test_replication import flow_config
 
-from kafka_checks import check_replica, read_sent, read_topic, varied_rows
+from kafka_checks import check_replica, read_sent, read_topic, stop_once_replicated, varied_rows
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
 from kafka_dr.kafka.writing import produce_all
@@ -97,12 +97,7 @@ def test_executors_with_a_bare_python_copy_and_compare_from_the_packed_environme
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 300
-        while len(read_topic(west, topic_name)) < len(sent) and time.monotonic() < deadline:
-            assert job.poll() is None, f"the job ended early; see {log}"
-            time.sleep(1)
-        stop_file.touch()
-        assert job.wait(120) == 0, f"see {log}"
+        stop_once_replicated(job, stop_file, log, west, topic_name, len(sent), timeout=300)
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGKILL)

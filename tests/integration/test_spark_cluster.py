@@ -20,7 +20,7 @@ import yaml
 from test_crash_recovery import SteadyProducer, wait_for_growth
 from test_replication import flow_config
 
-from kafka_checks import check_replica, produce_varied, read_sent, read_topic
+from kafka_checks import check_replica, produce_varied, read_sent, read_topic, stop_once_replicated
 from kafka_dr.gameday import processes
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.topics import ensure_topic
@@ -102,12 +102,7 @@ def test_a_lost_executor_loses_and_duplicates_nothing(lab, lab_config, spark_clu
         steady.join(30)
         sent = read_sent(east, topic_name)
         assert len(sent) == 3000 + steady.count
-        deadline = time.monotonic() + 180
-        while len(read_topic(west, topic_name)) < len(sent) and time.monotonic() < deadline:
-            assert job.poll() is None, f"the job ended early; see {log}"
-            time.sleep(1)
-        stop_file.touch()
-        assert job.wait(120) == 0, f"see {log}"
+        stop_once_replicated(job, stop_file, log, west, topic_name, len(sent), timeout=180)
     finally:
         steady.stop_event.set()
         if job.poll() is None:
