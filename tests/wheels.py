@@ -92,10 +92,8 @@ def sdist_wheels() -> Path:
 def uv_install(venv: Path) -> list[str]:
     """``uv pip install`` into ``venv`` (no pip needed in it), taking pyspark's wheels from the
     host's wheelhouse rather than building them from their sdists."""
-    return [str(BIN / "uv"), "pip", "install", "-q", "--python", str(venv / "bin" / "python")] + [
-        "--find-links",
-        str(sdist_wheels()),
-    ]
+    python, wheels = str(venv / "bin" / "python"), str(sdist_wheels())
+    return [str(BIN / "uv"), "pip", "install", "-q", "--python", python, "--find-links", wheels]
 
 
 def install(venv: Path, *requirements: str, timeout: float = 900) -> None:
