@@ -11,12 +11,14 @@ setup: $(VENV)/.installed $(VENV)/.jars $(VENV)/.broker-archive $(VENV)/.spark-a
 
 # Python deps: uv installs the lab's exact set (constraints.txt) within the package's ranges
 # in ~30 s (pip takes minutes). pyspark comes as an sdist only: its wheel is built once per host
-# (kafka_dr/lab/wheelhouse.py) rather than by every install.
+# (kafka_dr/lab/wheelhouse.py) rather than by every install. Bytecode is compiled at install, as
+# pip does: uv leaves it to each import, and where PYTHONDONTWRITEBYTECODE is set every process
+# would compile Airflow, GX and Spark's Python modules again (docs/testing.md).
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check uv
 	wheels=$$(PYTHONPATH=plugins $(BIN)/python -m kafka_dr.lab.wheelhouse constraints.txt) && \
-	  $(BIN)/uv pip install -q --python $(BIN)/python --find-links "$$wheels" -e ".[dev]" -c constraints.txt
+	  $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python --find-links "$$wheels" -e ".[dev]" -c constraints.txt
 	touch $@
 
 # Kafka broker + MirrorMaker 2 jars from Maven Central, cached in ~/.cache/kafka-dr.
