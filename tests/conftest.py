@@ -156,29 +156,39 @@ def pytest_runtest_protocol(item, nextitem):
             yield
 
 
-#: The suite's longest files (docs/testing.md has their times). ``make test`` hands whole files
-#: to its workers in collection order, so these go first and the short ones fill in behind them:
-#: the workers end close together.
+#: The suite's files of 40 s or more, longest first, by their mean time over three clean-clone
+#: runs. ``make test`` hands whole files to its workers in collection order, so these go first
+#: and the short ones fill in behind them: the last file a worker takes is a short one, so the
+#: workers end close together (a file of a minute handed out last kept one worker busy alone).
 LONGEST_FIRST = (
     "tests/e2e/test_gameday.py",
-    "tests/integration/test_documented_commands.py",
     "tests/integration/test_faults.py",
+    "tests/integration/test_documented_commands.py",
     "tests/integration/test_bench.py",
-    "tests/e2e/test_installed_deployment.py",
-    "tests/e2e/test_failback_drill.py",
-    "tests/integration/test_bad_input.py",
-    "tests/integration/test_crash_recovery.py",
-    "tests/integration/test_data_quality.py",
-    "tests/e2e/test_operator_ui.py",
-    "tests/integration/test_packaging.py",
     "tests/integration/test_secure_lab.py",
     "tests/integration/test_access_sync_secure_lab.py",
+    "tests/e2e/test_operator_ui.py",
+    "tests/integration/test_data_quality.py",
     "tests/integration/test_prometheus_alerts.py",
     "tests/integration/test_failover.py",
-    "tests/integration/test_upgrade.py",
-    "tests/integration/test_executor_env.py",
+    "tests/integration/test_bad_input.py",
+    "tests/integration/test_crash_recovery.py",
+    "tests/e2e/test_installed_deployment.py",
+    "tests/integration/test_packaging.py",
+    "tests/e2e/test_failback_drill.py",
     "tests/integration/test_replication.py",
+    "tests/integration/test_executor_env.py",
+    "tests/integration/test_monitoring_dags.py",
+    "tests/integration/test_group_sync.py",
+    "tests/integration/test_lab.py",
+    "tests/integration/test_task_copier.py",
     "tests/integration/test_spark_cluster.py",
+    "tests/integration/test_drain.py",
+    "tests/integration/test_spark_warm_workers.py",
+    "tests/integration/test_offset_translation.py",
+    "tests/integration/test_upgrade.py",
+    "tests/integration/test_streaming_handover.py",
+    "tests/integration/test_failover_active_active.py",
 )
 
 

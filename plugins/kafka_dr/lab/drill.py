@@ -389,24 +389,23 @@ class Drill:
         topic, config, cfg = self._setup("network-cut")
         log = self.workdir / f"{topic}.log"
         result = TrialResult(f"network to the target cut {outage:.0f}s and restored", 1)
-        if True:
-            producer = SteadyProducer(cfg.cluster("east"), topic, self.partitions)
-            producer.start()
-            job = Job(config, log)
-            try:
-                wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 420, every=0.5)
-                proxy.cut()
-                time.sleep(outage)
-                proxy.restore()
-                before = wait_for(
-                    "the target's end offsets after the network returned", lambda: (_copied(cfg, topic),), 120
-                )[0]
-                wait_for("copying after the network returned", lambda: _copied(cfg, topic) > before, 240)
-                return self._finish(result, cfg, topic, job, producer)
-            finally:
-                producer.stop()
-                if job.alive():
-                    job.kill9()
+        producer = SteadyProducer(cfg.cluster("east"), topic, self.partitions)
+        producer.start()
+        job = Job(config, log)
+        try:
+            wait_for("the job copying", lambda: _copied(cfg, topic) > 0, 420, every=0.5)
+            proxy.cut()
+            time.sleep(outage)
+            proxy.restore()
+            before = wait_for(
+                "the target's end offsets after the network returned", lambda: (_copied(cfg, topic),), 120
+            )[0]
+            wait_for("copying after the network returned", lambda: _copied(cfg, topic) > before, 240)
+            return self._finish(result, cfg, topic, job, producer)
+        finally:
+            producer.stop()
+            if job.alive():
+                job.kill9()
 
     def soak(self, seconds: float = 600, sample_every: float = 10.0, rate_batch: int = 200) -> TrialResult:
         """Steady load for ``seconds``: the job's memory (RSS of all its processes) and the
