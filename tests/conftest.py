@@ -158,8 +158,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 #: The suite's files of 40 s or more, longest first, by their mean time over three clean-clone
 #: runs. ``make test`` hands whole files to its workers in collection order, so these go first
-#: and the short ones fill in behind them: the last file a worker takes is a short one, so the
-#: workers end close together (a file of a minute handed out last kept one worker busy alone).
+#: and the short ones fill in behind them: each worker's last file is a short one and the
+#: workers end close together (docs/testing.md).
 LONGEST_FIRST = (
     "tests/e2e/test_gameday.py",
     "tests/integration/test_faults.py",
