@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+import yaml
 from confluent_kafka import KafkaException, TopicPartition
 from test_bad_input import _big_source_topic
 from test_replication import flow_config
@@ -37,8 +38,17 @@ pytestmark = [pytest.mark.lab]
 PARTITIONS = 4
 
 
-def _flow(lab, tmp_path, topic: str, partitions: int = PARTITIONS, **flow_keys):
-    cfg = load_config(flow_config(lab, tmp_path, [topic], **flow_keys))
+def _flow(lab, tmp_path, topic: str, partitions: int = PARTITIONS, own_prefix: bool = False, **flow_keys):
+    """The east -> west flow narrowed to ``topic``; ``own_prefix``: with internal names (its
+    progress group above all) of its own, for a test that deletes the flow's progress group:
+    deleting the lab's would make every later test's flow refuse to start (the heartbeat
+    topic's copies are on west without their progress), as designed."""
+    path = flow_config(lab, tmp_path, [topic], **flow_keys)
+    if own_prefix:
+        doc = yaml.safe_load(path.read_text())
+        doc["internal_prefix"] = "_kdr_" + topic.replace(".", "_")[-40:]
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    cfg = load_config(path)
     for name in ("east", "west"):
         ensure_topic(clients.admin(cfg.cluster(name)), topic, partitions=partitions)
     return cfg, next(f for f in cfg.flows if f.source == "east" and f.target == "west")
@@ -417,7 +427,7 @@ def test_progress_read_behind_the_copies_on_the_target_is_moved_up_to_them(lab, 
     """Either copier, starting where the target answers progress behind the copies it holds (or
     none), starts after the newest copy instead: nothing copied twice, and progress committed
     where the copies are (kafka_dr.kafka.progress_floor)."""
-    cfg, flow = _flow(lab, tmp_path, topic_name)
+    cfg, flow = _flow(lab, tmp_path, topic_name, own_prefix=True)
     east, west = cfg.cluster("east"), cfg.cluster("west")
     sent = produce_varied(east, topic_name, "one", 400, PARTITIONS)
     _copy_until_sent(cfg, flow, topic_name, sent)
