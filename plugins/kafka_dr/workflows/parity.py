@@ -39,6 +39,10 @@ from kafka_dr.kafka.topics import partition_count
 from kafka_dr.workflows.offset_sync import list_source_groups
 
 log = logging.getLogger(__name__)
+
+#: a check that takes this long or longer is named in the log with its time
+SLOW_CHECK_SECONDS = 5.0
+
 UNKNOWN = "unknown"
 
 
@@ -63,19 +67,24 @@ def parity_report(
     diffs: list[core.Difference] = []
     checked: list[str] = []
 
-    def check(area: str, fn: Callable[[], list[core.Difference]]) -> None:
+    def check(area: str, fn: Callable[[], list[core.Difference]], of: str = "") -> None:
+        began = time.monotonic()
         try:
             diffs.extend(fn())
             if area not in checked:
                 checked.append(area)
         except Exception as e:  # noqa: BLE001 - one check that cannot run must not hide the others
             diffs.append(core.Difference(area, core.NOTE, f"not checked: {e}"))
+        took = time.monotonic() - began
+        if took >= SLOW_CHECK_SECONDS:  # a slow dr_parity run says where it waited
+            log.info("parity %s -> %s: %s%s took %.1fs", source, target, area, of, took)
 
     for flow in flows:
-        check("topics", lambda flow=flow: _topics(cfg, flow, resolve))
-        check("acls", lambda flow=flow: _acls(cfg, flow, resolve))
-        check("quotas", lambda flow=flow: _quotas(cfg, flow, resolve))
-        check("consumer groups", lambda flow=flow: _groups(cfg, flow, now_ms, resolve))
+        of = f" of flow {flow.name}"
+        check("topics", lambda flow=flow: _topics(cfg, flow, resolve), of)
+        check("acls", lambda flow=flow: _acls(cfg, flow, resolve), of)
+        check("quotas", lambda flow=flow: _quotas(cfg, flow, resolve), of)
+        check("consumer groups", lambda flow=flow: _groups(cfg, flow, now_ms, resolve), of)
     check("scram users", lambda: _scram(cfg, source, target, flows, resolve))
     sm = cfg.schema_mirror
     if sm is not None and sm.primary == source and target in sm.targets:
