@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import yaml
-from test_replication import flow_config
+from test_replication import flow_config, own_internal_prefix
 
 from kafka_checks import check_replica, produce_varied, read_topic, read_topic_settled
 from kafka_dr.core.config_load import load_config
@@ -141,11 +141,7 @@ def test_deleted_progress_is_refused_unless_reset(lab, lab_config, spark, tmp_pa
     config = flow_config(lab, tmp_path, [topic_name])
     # a progress group of its own: deleting the lab's would make every later test's flow
     # (the heartbeat topic's copies are on west) refuse to start, as designed
-    import yaml
-
-    doc = yaml.safe_load(config.read_text())
-    doc["internal_prefix"] = prefix = "_kdr_" + topic_name.replace(".", "_")[-40:]
-    config.write_text(yaml.safe_dump(doc, sort_keys=False))
+    prefix = own_internal_prefix(config, topic_name)
     opts = dict(config=str(config), flow="east_to_west", mode="incremental", max_restarts=2)
     run_flow(JobOptions(**opts), spark=spark)
     admin = clients.admin(west)

@@ -9,7 +9,7 @@ import time
 
 import pytest
 from test_dag_runs import _task_states, _task_tries
-from test_replication import flow_config
+from test_replication import flow_config, own_internal_prefix
 
 from kafka_checks import produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
@@ -27,12 +27,8 @@ def isolated_config(lab, tmp_path, topic_name: str):
     """The lab config narrowed to the test's topic, with an internal prefix of its own: the
     failover writes the product state ("east is failed") under that prefix, so the DAGs of
     other tests, which use the lab's prefix, keep replicating."""
-    import yaml
-
     path = flow_config(lab, tmp_path, [topic_name])
-    doc = yaml.safe_load(path.read_text())
-    doc["internal_prefix"] = "_kdr_" + topic_name.replace(".", "_")[-40:]
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    own_internal_prefix(path, topic_name)
     return path
 
 

@@ -36,6 +36,16 @@ def flow_config(lab, tmp_path: Path, allow: list[str], **flow_keys) -> Path:
     return path
 
 
+def own_internal_prefix(config: Path, topic: str) -> str:
+    """Give the config at ``config`` internal names of its own, from ``topic``, and return the
+    prefix: for a test that writes product state, or deletes a progress group as a whole, which
+    the lab's prefix shares with every other test of the worker (docs/testing.md)."""
+    doc = yaml.safe_load(config.read_text())
+    doc["internal_prefix"] = prefix = "_kdr_" + topic.replace(".", "_")[-40:]
+    config.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return prefix
+
+
 def east_to_west_one_partition(lab, tmp_path: Path, topic: str):
     """A config narrowed to ``topic``, that topic with one partition on east and west, and the
     east -> west flow: (config path, config, flow), for tests that drive a copier directly."""

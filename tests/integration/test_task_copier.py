@@ -16,10 +16,9 @@ import threading
 import time
 
 import pytest
-import yaml
 from confluent_kafka import KafkaException, TopicPartition
 from test_bad_input import _big_source_topic
-from test_replication import flow_config
+from test_replication import flow_config, own_internal_prefix
 
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
@@ -45,9 +44,7 @@ def _flow(lab, tmp_path, topic: str, partitions: int = PARTITIONS, own_prefix: b
     topic's copies are on west without their progress), as designed."""
     path = flow_config(lab, tmp_path, [topic], **flow_keys)
     if own_prefix:
-        doc = yaml.safe_load(path.read_text())
-        doc["internal_prefix"] = "_kdr_" + topic.replace(".", "_")[-40:]
-        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        own_internal_prefix(path, topic)
     cfg = load_config(path)
     for name in ("east", "west"):
         ensure_topic(clients.admin(cfg.cluster(name)), topic, partitions=partitions)
