@@ -1,9 +1,10 @@
 """How far each flow's copy is behind its source, read from the clusters (not from the job).
 
 Per source partition the flow selects: the source's end (last stable offset), the flow's
-committed progress on the target (:mod:`~kafka_dr.kafka.progress_store`) and, where the
-flow is behind, the timestamp of the oldest record it has not copied yet. It is right while
-the replication job is dead, which is when it matters. The cost of one read is bounded by
+committed progress on the target (:mod:`~kafka_dr.kafka.progress_store`: the last committed
+one, never waiting for a transaction a dead job left open) and, where the flow is behind,
+the timestamp of the oldest record it has not copied yet. It is right while the replication
+job is dead, which is when it matters. The cost of one read is bounded by
 the flow's partitions, not its records: two ListOffsets requests and one committed-offsets
 request for all of them, and one fetch of the first uncopied record of each lagging
 partition (``max.partition.fetch.bytes`` kept small), within ``timeout``.
@@ -33,7 +34,7 @@ class LagReader:
         source = cfg.cluster(flow.source)
         self.router = router_for(cfg, flow)
         self.admin = clients.admin(source, resolve)
-        self.progress = progress_reader(cfg, flow, resolve)
+        self.progress = progress_reader(cfg, flow, resolve, stable=False)  # no wait on a dead job's transaction
         # one small fetch per lagging partition: only the first record's timestamp is wanted
         self.reader = clients.consumer(
             source,

@@ -68,12 +68,19 @@ def committed_with_retry(consumer: Consumer, tps: list[TopicPartition], timeout:
             time.sleep(0.5)
 
 
-def progress_reader(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> Consumer:
-    """A consumer in the flow's progress group on its target, that only reads its commits."""
+def progress_reader(
+    cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None, stable: bool = True
+) -> Consumer:
+    """A consumer in the flow's progress group on its target, that only reads its commits.
+
+    ``stable``: its reads wait out a transaction holding a progress commit not yet committed
+    (librdkafka asks for stable offsets under read_committed). A monitor passes False and gets
+    the last committed progress at once: a job killed mid-transaction leaves its commit
+    pending until the transaction times out, and that is when lag must be read."""
     conf = {
         "group.id": cfg.names.progress_group(flow.name),
         "enable.auto.commit": False,
-        "isolation.level": "read_committed",
+        "isolation.level": "read_committed" if stable else "read_uncommitted",
     }
     return Consumer(client_config(cfg.cluster(flow.target), resolve, **conf))
 
