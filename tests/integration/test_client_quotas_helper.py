@@ -74,3 +74,17 @@ def test_a_jdk_without_javac_runs_the_helper_from_source(lab_config, tmp_path):
     env = {**os.environ, "KAFKA_DR_CACHE": str(cache), "PATH": f"{only_java}:/usr/bin:/bin"}
     _set_read_delete(lab_config, "helper-from-source", env)
     assert not list(cache.glob("client-quotas-*"))  # nothing compiled
+
+
+def test_one_helper_run_reads_each_clusters_own_quotas(lab_config, topic_name):
+    from kafka_dr.kafka import client_quotas
+
+    quota = ((("client-id", topic_name),), "producer_byte_rate")
+    client_quotas.alter_quotas(lab_config, "east", {quota: 1024.0}, ())
+    client_quotas.alter_quotas(lab_config, "west", {quota: 2048.0}, ())
+    try:
+        each = client_quotas.describe_each(lab_config, ["west", "east"])
+    finally:
+        for cluster in ("east", "west"):
+            client_quotas.alter_quotas(lab_config, cluster, {}, [quota])
+    assert (each["east"][quota], each["west"][quota]) == (1024.0, 2048.0)

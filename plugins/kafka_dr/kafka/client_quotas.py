@@ -7,7 +7,8 @@ wherever Spark runs). The client settings, secrets included, go to it on stdin: 
 command line, never in a file. The source is compiled once per host and version into the cache
 (``$KAFKA_DR_CACHE/client-quotas-<hash>/``, with the JDK's ``javac``; where the JDK has none the
 file runs from source): a call then costs a short-lived JVM with the C1 compiler only, about
-0.7 s of CPU here against 2.3 s compiling it on every call.
+0.7 s of CPU here against 2.3 s compiling it on every call. One call describes several
+clusters at once (a flow's source and target).
 
 On the helper's wire an entity is ``type=name`` pairs joined by ``&`` with form-encoded names
 (``user=alice&client-id=app``), a bare type (``user``) being that type's default; here it
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote_plus, unquote_plus
 
@@ -91,31 +92,50 @@ def from_wire(text: str) -> Entity:
     return tuple(sorted(pairs))
 
 
-def _run(cfg: DrConfig, cluster: str, verb: str, lines: Iterable[str], resolve: SecretResolver | None) -> str:
-    conf = client_config(cfg.cluster(cluster), resolve)
-    stdin = java_properties(conf, cluster) + "---\n" + "".join(f"{x}\n" for x in lines)
+def _run(
+    cfg: DrConfig, clusters: Sequence[str], verb: str, lines: Iterable[str], resolve: SecretResolver | None
+) -> str:
+    props = [java_properties(client_config(cfg.cluster(c), resolve), c) for c in clusters]
+    stdin = "".join(f"{p}---\n" for p in props) + "".join(f"{x}\n" for x in lines)
     java = shutil.which("java") or "java"
     jars = [str(j) for j in client_jars()]
     cmd = [*launch_command(SOURCE, java, jars, "client-quotas", JVM_OPTIONS), verb]
     try:
         proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=120, check=False)
     except subprocess.TimeoutExpired:
-        raise ClusterUnreachable(f"quota sync: {verb} client quotas on {cluster!r}: no answer in 120 s") from None
+        named = blame("", clusters)[0]
+        raise ClusterUnreachable(f"quota sync: {verb} client quotas on {named}: no answer in 120 s") from None
     if proc.returncode != 0:
-        why = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+        named, why = blame((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1], clusters)
         if "TimeoutException" in why:
-            raise ClusterUnreachable(f"quota sync: {verb} client quotas on {cluster!r}: {why}")
-        raise QuotaCallFailed(f"quota sync: {verb} client quotas on {cluster!r}: {why}")
+            raise ClusterUnreachable(f"quota sync: {verb} client quotas on {named}: {why}")
+        raise QuotaCallFailed(f"quota sync: {verb} client quotas on {named}: {why}")
     return proc.stdout
+
+
+def blame(why: str, clusters: Sequence[str]) -> tuple[str, str]:
+    """The cluster(s) the helper's last error line is about, and what it says of them."""
+    index, tab, said = why.partition("\t")
+    if tab and index.isdigit() and int(index) < len(clusters):
+        return repr(clusters[int(index)]), said
+    return ", ".join(repr(c) for c in clusters), why
+
+
+def describe_each(
+    cfg: DrConfig, clusters: Sequence[str], resolve: SecretResolver | None = None
+) -> dict[str, dict[Quota, float]]:
+    """Every client quota of each cluster, ``{cluster: {(entity, key): value}}``, asked of all
+    of them at once by one helper run."""
+    out: dict[str, dict[Quota, float]] = {c: {} for c in clusters}
+    for line in _run(cfg, clusters, "describe", (), resolve).splitlines():
+        index, entity, key, value = line.split("\t")
+        out[clusters[int(index)]][(from_wire(entity), key)] = float(value)
+    return out
 
 
 def describe_quotas(cfg: DrConfig, cluster: str, resolve: SecretResolver | None = None) -> dict[Quota, float]:
     """Every client quota of the cluster: ``{(entity, key): value}``."""
-    out = {}
-    for line in _run(cfg, cluster, "describe", (), resolve).splitlines():
-        entity, key, value = line.split("\t")
-        out[(from_wire(entity), key)] = float(value)
-    return out
+    return describe_each(cfg, [cluster], resolve)[cluster]
 
 
 def alter_quotas(
@@ -129,4 +149,4 @@ def alter_quotas(
     lines = [f"SET\t{to_wire(e)}\t{k}\t{v!r}" for (e, k), v in sorted(set_values.items(), key=repr)]
     lines += [f"DELETE\t{to_wire(e)}\t{k}" for e, k in sorted(delete, key=repr)]
     if lines:
-        _run(cfg, cluster, "alter", lines, resolve)
+        _run(cfg, [cluster], "alter", lines, resolve)

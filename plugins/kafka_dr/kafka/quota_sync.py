@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kafka_dr.core.config import DrConfig, FlowConfig
 from kafka_dr.core.quota_sync import QuotaPlan, decode_owned, encode_owned, entity_mapper, plan_quotas, report
-from kafka_dr.kafka.client_quotas import alter_quotas, describe_quotas
+from kafka_dr.kafka.client_quotas import alter_quotas, describe_each
 from kafka_dr.kafka.clients import SecretResolver
 from kafka_dr.kafka.sync_state import read_owned, write_owned
 
@@ -18,8 +18,8 @@ from kafka_dr.kafka.sync_state import read_owned, write_owned
 def plan_flow(cfg: DrConfig, flow: FlowConfig, resolve: SecretResolver | None = None) -> tuple[QuotaPlan, dict, set]:
     """What the flow's sync would do now, the target's quotas, and what it had recorded as its own."""
     topic = cfg.names.quota_state_topic
-    source = describe_quotas(cfg, flow.source, resolve)
-    target = describe_quotas(cfg, flow.target, resolve)
+    quotas = describe_each(cfg, [flow.source, flow.target], resolve)
+    source, target = quotas[flow.source], quotas[flow.target]
     source_owned = set().union(*read_owned(cfg, flow.source, topic, decode_owned, resolve).values())
     recorded = read_owned(cfg, flow.target, topic, decode_owned, resolve).get(flow.name, set())
     return plan_quotas(source, source_owned, target, recorded, entity_mapper(cfg, flow)), target, recorded

@@ -47,3 +47,14 @@ def test_entities_cross_the_helpers_wire_and_back():
         assert from_wire(to_wire(e)) == e
     assert to_wire(entity(user=None, client_id="x")) == "client-id=x&user"
     assert from_wire("user=app+x") == entity(user="app x")  # Java's URLEncoder writes a space as +
+
+
+def test_the_helpers_error_line_names_the_cluster_it_is_about():
+    from kafka_dr.kafka.client_quotas import blame
+
+    assert blame("1\tTimeoutException: no answer within 30 s", ["east", "west"]) == (
+        "'west'",
+        "TimeoutException: no answer within 30 s",
+    )
+    assert blame("exit 1", ["east", "west"]) == ("'east', 'west'", "exit 1")
+    assert blame("7\tSaslAuthenticationException: x", ["east"]) == ("'east'", "7\tSaslAuthenticationException: x")
