@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from test_failover import _consume, _identity
+from test_replication import own_internal_prefix
 
 from kafka_checks import check_replica, produce_varied, read_topic
 from kafka_dr.core.config_load import load_config
@@ -95,9 +96,7 @@ def test_failover_over_sasl_ssl_moves_the_group_to_the_next_unread_record(secure
 
     lab, _ = secure_lab
     path = _narrowed(lab, tmp_path, topic_name)
-    doc = yaml.safe_load(path.read_text())
-    doc["internal_prefix"] = "_kdr_" + topic_name.replace(".", "_")[-40:]
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    own_internal_prefix(path, topic_name)
     cfg = load_config(path)
     for c in lab.clusters():
         grant(c.name, c.direct, product_acls(cfg, f"User:{LAB_USER}", c.name))
