@@ -103,7 +103,7 @@ def _run(
     try:
         proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=120, check=False)
     except subprocess.TimeoutExpired:
-        named = blame("", clusters)[0]
+        named = ", ".join(repr(c) for c in clusters)
         raise ClusterUnreachable(f"quota sync: {verb} client quotas on {named}: no answer in 120 s") from None
     if proc.returncode != 0:
         named, why = blame((proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1], clusters)

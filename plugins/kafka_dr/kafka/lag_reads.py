@@ -4,10 +4,10 @@ Per source partition the flow selects: the source's end (last stable offset), th
 committed progress on the target (:mod:`~kafka_dr.kafka.progress_store`: the last committed
 one, never waiting for a transaction a dead job left open) and, where the flow is behind,
 the timestamp of the oldest record it has not copied yet. It is right while the replication
-job is dead, which is when it matters. The cost of one read is bounded by
-the flow's partitions, not its records: two ListOffsets requests and one committed-offsets
-request for all of them, and one fetch of the first uncopied record of each lagging
-partition (``max.partition.fetch.bytes`` kept small), within ``timeout``.
+job is dead, which is when it matters. The cost of one read is bounded by the flow's
+partitions, not its records: two ListOffsets requests and one committed-offsets request for
+all of them, and one fetch of the first uncopied record of each lagging partition
+(``max.partition.fetch.bytes`` kept small), within ``timeout``.
 """
 
 from __future__ import annotations
