@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from test_replication import flow_config, own_internal_prefix
@@ -14,7 +16,6 @@ from kafka_dr.kafka.topics import ensure_topic
 pytestmark = pytest.mark.lab
 
 RECORDS = 20
-FIRST_MS = 1_700_000_000_000
 
 
 def test_a_transaction_a_killed_job_left_open_does_not_hold_up_the_lag(lab, tmp_path, topic_name):
@@ -29,8 +30,9 @@ def test_a_transaction_a_killed_job_left_open_does_not_hold_up_the_lag(lab, tmp_
     for c in (east, west):
         ensure_topic(clients.admin(c), topic_name, partitions=1)
     source = Producer(clients.client_config(east, None))
+    first_ms = int(time.time() * 1000) - RECORDS * 1000  # recent: older records would meet retention
     for i in range(RECORDS):
-        source.produce(topic_name, f"r{i}".encode(), partition=0, timestamp=FIRST_MS + i * 1000)
+        source.produce(topic_name, f"r{i}".encode(), partition=0, timestamp=first_ms + i * 1000)
     assert source.flush(30) == 0
 
     # what the job did: progress 5 committed, then progress 15 sent in a transaction it never ends
@@ -52,7 +54,7 @@ def test_a_transaction_a_killed_job_left_open_does_not_hold_up_the_lag(lab, tmp_
         finally:
             reader.close()
         assert [(lag.partition, lag.end, lag.next_offset, lag.oldest_uncopied_ms) for lag in lags] == [
-            (0, RECORDS, 5, FIRST_MS + 5 * 1000)
+            (0, RECORDS, 5, first_ms + 5 * 1000)
         ]
     finally:
         job.abort_transaction(30)
