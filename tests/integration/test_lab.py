@@ -26,10 +26,21 @@ KAFKA_DR = str(Path(sys.executable).with_name("kafka-dr"))
 
 
 def _produce(cluster, topic, records):
+    """Produce ``records`` and wait until each is acknowledged (a failed delivery is named)."""
     p = clients.producer(cluster)
+    failed = []
     for key, value, headers, ts in records:
-        p.produce(topic, key=key, value=value, headers=headers, timestamp=ts, partition=0)
+        p.produce(
+            topic,
+            key=key,
+            value=value,
+            headers=headers,
+            timestamp=ts,
+            partition=0,
+            on_delivery=lambda err, msg: err is not None and failed.append(err.str()),
+        )
     assert p.flush(30) == 0
+    assert not failed, failed
 
 
 def test_both_clusters_healthy_with_distinct_ids(lab, lab_config):
@@ -99,9 +110,10 @@ def test_stop_and_start_one_cluster_keeps_its_data(lab, lab_config, topic_name):
     c = clients.consumer(east, group_id="test-restart")
     try:
         got = read_partitions(c, topic_name, [0])
+        ends = c.get_watermark_offsets(TopicPartition(topic_name, 0), timeout=10, cached=False)
     finally:
         c.close()
-    assert [r.value for r in got] == [b"survives a restart"]
+    assert [r.value for r in got] == [b"survives a restart"], f"log start and end after the restart: {ends}"
 
 
 def test_unknown_cluster_is_named(lab):
