@@ -18,6 +18,7 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.reading import read_partitions
 from kafka_dr.kafka.topics import ensure_topic, partition_count, partition_ranges
+from kafka_dr.kafka.writing import produce_all
 from kafka_dr.lab.lab import Lab, LabError
 
 pytestmark = pytest.mark.lab
@@ -26,21 +27,8 @@ KAFKA_DR = str(Path(sys.executable).with_name("kafka-dr"))
 
 
 def _produce(cluster, topic, records):
-    """Produce ``records`` and wait until each is acknowledged (a failed delivery is named)."""
-    p = clients.producer(cluster)
-    failed = []
-    for key, value, headers, ts in records:
-        p.produce(
-            topic,
-            key=key,
-            value=value,
-            headers=headers,
-            timestamp=ts,
-            partition=0,
-            on_delivery=lambda err, msg: err is not None and failed.append(err.str()),
-        )
-    assert p.flush(30) == 0
-    assert not failed, failed
+    """Produce ``records`` to partition 0; raises unless each is acknowledged."""
+    produce_all(clients.producer(cluster), topic, [(k, v, h, ts, 0) for k, v, h, ts in records], timeout=30)
 
 
 def test_both_clusters_healthy_with_distinct_ids(lab, lab_config):

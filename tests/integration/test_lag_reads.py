@@ -12,6 +12,7 @@ from kafka_dr.core.config_load import load_config
 from kafka_dr.kafka import clients
 from kafka_dr.kafka.lag_reads import LagReader
 from kafka_dr.kafka.topics import ensure_topic
+from kafka_dr.kafka.writing import produce_all
 
 pytestmark = pytest.mark.lab
 
@@ -29,11 +30,9 @@ def test_a_transaction_a_killed_job_left_open_does_not_hold_up_the_lag(lab, tmp_
     east, west = cfg.cluster("east"), cfg.cluster("west")
     for c in (east, west):
         ensure_topic(clients.admin(c), topic_name, partitions=1)
-    source = Producer(clients.client_config(east, None))
     first_ms = int(time.time() * 1000) - RECORDS * 1000  # recent: older records would meet retention
-    for i in range(RECORDS):
-        source.produce(topic_name, f"r{i}".encode(), partition=0, timestamp=first_ms + i * 1000)
-    assert source.flush(30) == 0
+    rows = [(None, f"r{i}".encode(), None, first_ms + i * 1000, 0) for i in range(RECORDS)]
+    produce_all(clients.producer(east), topic_name, rows, timeout=30)
 
     # what the job did: progress 5 committed, then progress 15 sent in a transaction it never ends
     job = Producer(clients.client_config(west, None, **{"transactional.id": f"{topic_name}.job"}))
